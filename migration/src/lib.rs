@@ -1,0 +1,16 @@
+//! Schema migrations for Flow: one set that runs unchanged on PostgreSQL and SQLite.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20260101_000001_create_inventory;
+
+/// Every migration, oldest first.
+#[derive(Debug)]
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20260101_000001_create_inventory::Migration)]
+    }
+}

@@ -1,0 +1,265 @@
+//! Component endpoints: add, look up by id, serial or BMC MAC, list, patch, delete, purge.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::IntoResponse;
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::extract::{IfMatch, Json, Query, etag, uuid_param};
+use super::openapi::COMPONENTS;
+use super::problem::{ApiResult, Problem};
+use super::schema::common::ListResponse;
+use super::schema::component::{ComponentDoc, ComponentInput, ComponentPatchInput, ComponentWithRackDoc};
+use crate::app::AppState;
+use crate::error::{Error, Violations};
+use crate::inventory::components::{self, ComponentFilter};
+use crate::inventory::model::{Component, ComponentType, MacAddress};
+use crate::inventory::query::PageRequest;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(add_component, list_components))
+        .routes(routes!(get_component_by_serial))
+        .routes(routes!(get_component_by_mac))
+        .routes(routes!(get_component, patch_component, delete_component))
+        .routes(routes!(purge_component))
+}
+
+/// Query of `GET /v1/components`. Text filters match exactly, or as a case-insensitive glob
+/// when they contain `*`; manufacturer always ignores case.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListComponentsQuery {
+    pub rack_id: Option<uuid::Uuid>,
+    pub rack_name: Option<String>,
+    /// One type or a comma-separated list, e.g. `compute,nvswitch`.
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub kind: Option<String>,
+    pub name: Option<String>,
+    pub manufacturer: Option<String>,
+    pub model: Option<String>,
+    pub serial_number: Option<String>,
+    /// The component's id in its device manager.
+    pub external_id: Option<String>,
+    /// Any of the component's BMC MACs, in any common notation.
+    pub bmc_mac: Option<String>,
+    /// Page size, 1 to 1000 (default 100).
+    pub limit: Option<u64>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Query of single-component reads.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WithRackQuery {
+    /// Also return the rack the component is in (without its components).
+    #[serde(default)]
+    pub with_rack: bool,
+}
+
+/// Query of `GET /v1/components/by-serial`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ComponentBySerialQuery {
+    /// Matched without regard to case (`Wiwynn` finds `WiWynn`).
+    pub manufacturer: String,
+    pub serial_number: String,
+    #[serde(default)]
+    pub with_rack: bool,
+}
+
+fn with_etag(status: StatusCode, component: Component) -> impl IntoResponse {
+    let mut headers = HeaderMap::new();
+    headers.insert(header::ETAG, etag(component.revision));
+    (status, headers, axum::Json(ComponentDoc::from(component)))
+}
+
+async fn respond_with_rack(state: &AppState, component: Component, with_rack: bool) -> ApiResult<(HeaderMap, axum::Json<ComponentWithRackDoc>)> {
+    let revision = component.revision;
+    let found = components::with_rack(state.db(), component, with_rack).await?;
+    let mut headers = HeaderMap::new();
+    headers.insert(header::ETAG, etag(revision));
+    Ok((headers, axum::Json(ComponentWithRackDoc::from(found))))
+}
+
+/// Add a component
+///
+/// Registers one component with its BMCs, in the rack given by `rack_id` or in no rack.
+#[utoipa::path(post, path = "/v1/components", tag = COMPONENTS, request_body = ComponentInput,
+    responses(
+        (status = 201, description = "Component added", body = ComponentDoc,
+            headers(("Location" = String, description = "URL of the new component"), ("ETag" = String))),
+        (status = 400, description = "Invalid input, or the rack does not exist", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The rack does not exist", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Serial number or a BMC MAC already registered", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn add_component(State(state): State<AppState>, Json(body): Json<ComponentInput>) -> ApiResult<impl IntoResponse> {
+    let new = body.into_domain()?;
+    let component = components::add(state.db(), &new, state.now()).await?;
+    let location = format!("/v1/components/{}", component.id);
+    let mut response = with_etag(StatusCode::CREATED, component).into_response();
+    if let Ok(value) = location.parse() {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
+}
+
+/// List components
+///
+/// Live components in name order, filtered by the given query parameters (all must match),
+/// one page at a time, each with its BMCs.
+#[utoipa::path(get, path = "/v1/components", tag = COMPONENTS, params(ListComponentsQuery),
+    responses(
+        (status = 200, description = "One page of components", body = ListResponse<ComponentDoc>),
+        (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_components(State(state): State<AppState>, Query(q): Query<ListComponentsQuery>) -> ApiResult<axum::Json<ListResponse<ComponentDoc>>> {
+    let mut v = Violations::default();
+    let page = PageRequest::parse(q.limit, q.cursor.as_deref());
+    let mut kinds = Vec::new();
+    for raw in q.kind.iter().flat_map(|k| k.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
+        match ComponentType::parse(raw) {
+            Some(kind) => kinds.push(kind),
+            None => v.push("type", format!("unknown component type {raw:?}")),
+        }
+    }
+    let bmc_mac = q.bmc_mac.as_deref().map(|raw| {
+        MacAddress::parse(raw).map(|m| m.to_string()).unwrap_or_else(|| {
+            v.push("bmc_mac", format!("{raw:?} is not a MAC address"));
+            String::new()
+        })
+    });
+    v.finish()?;
+    let filter = ComponentFilter {
+        rack_id: q.rack_id,
+        rack_name: q.rack_name,
+        kinds,
+        name: q.name,
+        manufacturer: q.manufacturer,
+        model: q.model,
+        serial_number: q.serial_number,
+        external_id: q.external_id,
+        bmc_mac,
+    };
+    let found = components::list(state.db(), &filter, &page?).await?;
+    Ok(axum::Json(ListResponse::from_page(found)))
+}
+
+/// Find a component by serial number
+///
+/// The live component with this manufacturer (any case) and serial number, with its BMCs, and
+/// its rack when `with_rack=true`.
+#[utoipa::path(get, path = "/v1/components/by-serial", tag = COMPONENTS, params(ComponentBySerialQuery),
+    responses(
+        (status = 200, description = "The component", body = ComponentWithRackDoc, headers(("ETag" = String))),
+        (status = 400, description = "Missing manufacturer or serial_number", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such component", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn get_component_by_serial(State(state): State<AppState>, Query(q): Query<ComponentBySerialQuery>) -> ApiResult<impl IntoResponse> {
+    if q.serial_number.trim().is_empty() {
+        return Err(Error::invalid("serial_number", "must not be empty").into());
+    }
+    let component = components::get_by_serial(state.db(), &q.manufacturer, q.serial_number.trim()).await?;
+    respond_with_rack(&state, component, q.with_rack).await
+}
+
+/// Find a component by BMC MAC
+///
+/// The live component one of whose BMCs (host or DPU) has this MAC, in any common notation.
+#[utoipa::path(get, path = "/v1/components/by-mac/{mac}", tag = COMPONENTS,
+    params(("mac" = String, Path, description = "BMC MAC address", example = "e0:9d:73:80:c0:59"), WithRackQuery),
+    responses(
+        (status = 200, description = "The component", body = ComponentWithRackDoc, headers(("ETag" = String))),
+        (status = 400, description = "Not a MAC address", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No component has a BMC with this MAC", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn get_component_by_mac(State(state): State<AppState>, Path(mac): Path<String>, Query(q): Query<WithRackQuery>) -> ApiResult<impl IntoResponse> {
+    let mac = MacAddress::parse(&mac).ok_or_else(|| Error::invalid("mac", format!("{mac:?} is not a MAC address")))?;
+    let component = components::get_by_mac(state.db(), mac.as_str()).await?;
+    respond_with_rack(&state, component, q.with_rack).await
+}
+
+/// Get a component
+///
+/// A live component by id with its BMCs, and its rack when `with_rack=true`.
+#[utoipa::path(get, path = "/v1/components/{id}", tag = COMPONENTS,
+    params(("id" = uuid::Uuid, Path, description = "Component id"), WithRackQuery),
+    responses(
+        (status = 200, description = "The component", body = ComponentWithRackDoc, headers(("ETag" = String))),
+        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such component", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn get_component(State(state): State<AppState>, Path(id): Path<String>, Query(q): Query<WithRackQuery>) -> ApiResult<impl IntoResponse> {
+    let id = uuid_param("id", &id)?;
+    let component = components::get(state.db(), id).await?;
+    respond_with_rack(&state, component, q.with_rack).await
+}
+
+/// Patch a component
+///
+/// Merges the body into the component: absent fields are kept, `null` clears an optional field
+/// (or, for `rack_id`, detaches it), position keys merge one by one, listed BMCs are added or
+/// re-addressed. With `If-Match`, applies only to that revision.
+#[utoipa::path(patch, path = "/v1/components/{id}", tag = COMPONENTS, request_body = ComponentPatchInput,
+    params(("id" = uuid::Uuid, Path, description = "Component id"),
+        ("If-Match" = Option<String>, Header, description = "Apply only if the component's ETag still matches")),
+    responses(
+        (status = 200, description = "Patched", body = ComponentDoc, headers(("ETag" = String))),
+        (status = 400, description = "Invalid input, or the target rack does not exist", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such component", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A BMC MAC already belongs to another component", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "The component changed since the given ETag", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn patch_component(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    if_match: IfMatch,
+    Json(body): Json<ComponentPatchInput>,
+) -> ApiResult<impl IntoResponse> {
+    let id = uuid_param("id", &id)?;
+    let patch = body.into_domain()?;
+    let component = components::patch(state.db(), id, &patch, if_match.0, state.now()).await?;
+    Ok(with_etag(StatusCode::OK, component))
+}
+
+/// Delete a component
+///
+/// Soft-deletes the component and its BMCs; its serial number and MACs become free to register
+/// again. `purge` removes it for good.
+#[utoipa::path(delete, path = "/v1/components/{id}", tag = COMPONENTS,
+    params(("id" = uuid::Uuid, Path, description = "Component id"),
+        ("If-Match" = Option<String>, Header, description = "Delete only if the component's ETag still matches")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such component", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "The component changed since the given ETag", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn delete_component(State(state): State<AppState>, Path(id): Path<String>, if_match: IfMatch) -> ApiResult<StatusCode> {
+    let id = uuid_param("id", &id)?;
+    components::delete(state.db(), id, if_match.0, state.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Purge a deleted component
+///
+/// Removes a soft-deleted component and its BMCs for good.
+#[utoipa::path(post, path = "/v1/components/{id}/purge", tag = COMPONENTS,
+    params(("id" = uuid::Uuid, Path, description = "Component id")),
+    responses(
+        (status = 204, description = "Purged"),
+        (status = 404, description = "No such component", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The component is not deleted yet (`code`: `not_deleted`)", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn purge_component(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    let id = uuid_param("id", &id)?;
+    components::purge(state.db(), id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

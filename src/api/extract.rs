@@ -1,0 +1,126 @@
+//! Request extractors whose every rejection is a problem+json naming the field at fault.
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use super::problem::Problem;
+use crate::error::FieldError;
+
+/// JSON body. Malformed JSON, wrong types and unknown fields become 400s naming the JSON path;
+/// a body over the size limit is a 413 and a non-JSON content type a 415.
+#[derive(Debug)]
+pub struct Json<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_json(req.headers()) {
+            return Err(Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "expected a JSON body with Content-Type: application/json",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            let status = rejection.status();
+            if status == StatusCode::PAYLOAD_TOO_LARGE {
+                Problem::new(status, "payload_too_large", "the request body is larger than this server accepts")
+            } else {
+                Problem::new(StatusCode::BAD_REQUEST, "invalid_body", rejection.body_text())
+            }
+        })?;
+        parse_json(&bytes).map(Json)
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|mime| {
+            let mime = mime.trim().to_ascii_lowercase();
+            mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+        })
+        .unwrap_or(false)
+}
+
+/// Deserializes JSON, reporting the path of the first bad field.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        let field = if path == "." { "body".to_string() } else { path };
+        let message = inner.to_string();
+        // serde_json appends " at line L column C"; the field path is more useful.
+        let message = message.split(" at line ").next().unwrap_or(&message).to_string();
+        Problem::invalid(vec![FieldError::new(field, message)])
+    })
+}
+
+/// Query string, with the offending parameter named on failure.
+#[derive(Debug)]
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or_default();
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        serde_path_to_error::deserialize(de).map(Query).map_err(|err| {
+            let field = err.path().to_string();
+            let field = if field == "." { "query".to_string() } else { field };
+            Problem::invalid(vec![FieldError::new(field, err.into_inner().to_string())])
+        })
+    }
+}
+
+/// A path segment that must be a UUID.
+pub fn uuid_param(name: &str, raw: &str) -> Result<Uuid, Problem> {
+    Uuid::parse_str(raw).map_err(|_| Problem::invalid(vec![FieldError::new(name, format!("{raw:?} is not a UUID"))]))
+}
+
+/// The client's `If-Match`: `None` when absent or `*`. A tag that is not one of ours can never
+/// match, so it maps to a revision no resource has.
+#[derive(Debug, Clone, Copy)]
+pub struct IfMatch(pub Option<i64>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let Some(value) = parts.headers.get(header::IF_MATCH) else {
+            return Ok(Self(None));
+        };
+        let text = value.to_str().map_err(|_| {
+            Problem::invalid(vec![FieldError::new("If-Match", "not a valid header value")])
+        })?;
+        let tag = text.trim();
+        if tag == "*" {
+            return Ok(Self(None));
+        }
+        let bare = tag.trim_start_matches("W/").trim_matches('"');
+        Ok(Self(Some(bare.parse().unwrap_or(-1))))
+    }
+}
+
+/// The `ETag` for a resource at a revision.
+pub fn etag(revision: i64) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{revision}\"")).unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
+}
+
+/// Accepts `Option<Option<T>>` fields: absent keeps, `null` clears, a value sets.
+pub fn double_option<'de, T, D>(de: D) -> Result<Option<Option<T>>, D::Error>
+where
+    T: serde::Deserialize<'de>,
+    D: serde::Deserializer<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(de).map(Some)
+}

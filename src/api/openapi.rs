@@ -1,0 +1,26 @@
+//! The OpenAPI document's fixed parts: info, servers, tags. Paths and schemas come from the routes.
+
+use utoipa::OpenApi;
+
+pub const RACKS: &str = "racks";
+pub const COMPONENTS: &str = "components";
+pub const NVL_DOMAINS: &str = "nvl-domains";
+pub const SYSTEM: &str = "system";
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Flow",
+        description = "Inventory of GPU datacenter racks (expected racks, components, BMCs, NVLink domains) \
+and rack-level operations on them. Errors are RFC 9457 `application/problem+json` documents with a stable \
+`code` and, for bad input, one `errors` entry per field. Lists are paged with `limit` and an opaque `cursor`.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    tags(
+        (name = RACKS, description = "Expected racks and what they contain"),
+        (name = COMPONENTS, description = "Trays, switches, power shelves and other devices, with their BMCs"),
+        (name = NVL_DOMAINS, description = "NVLink domains and the racks they join"),
+        (name = SYSTEM, description = "Version, liveness and readiness"),
+    )
+)]
+pub struct ApiDoc;

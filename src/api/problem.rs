@@ -1,0 +1,118 @@
+//! The single mapping from domain errors to RFC 9457 `application/problem+json` responses.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::{Error, FieldError};
+
+/// An RFC 9457 problem document.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({
+    "type": "urn:flow:problem:invalid_input",
+    "title": "Invalid input",
+    "status": 400,
+    "detail": "components[2].bmcs[0].mac_address: not a MAC address",
+    "code": "invalid_input",
+    "errors": [{"field": "components[2].bmcs[0].mac_address", "message": "not a MAC address"}]
+}))]
+pub struct Problem {
+    /// A URI naming the kind of problem: `urn:flow:problem:{code}`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Short summary of the kind of problem.
+    pub title: String,
+    /// The HTTP status code.
+    pub status: u16,
+    /// What went wrong in this occurrence.
+    pub detail: String,
+    /// The request path that failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    /// Stable machine-readable code (`invalid_input`, `not_found`, `duplicate`, ...).
+    pub code: String,
+    /// One entry per offending input field.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldErrorDoc>,
+}
+
+/// One invalid field.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FieldErrorDoc {
+    /// JSON path of the field, e.g. `components[2].serial_number`.
+    pub field: String,
+    pub message: String,
+}
+
+impl From<FieldError> for FieldErrorDoc {
+    fn from(e: FieldError) -> Self {
+        Self { field: e.field, message: e.message }
+    }
+}
+
+impl Problem {
+    pub fn new(status: StatusCode, code: &str, detail: impl Into<String>) -> Self {
+        Self {
+            kind: format!("urn:flow:problem:{code}"),
+            title: status.canonical_reason().unwrap_or("Error").to_string(),
+            status: status.as_u16(),
+            detail: detail.into(),
+            instance: None,
+            code: code.to_string(),
+            errors: Vec::new(),
+        }
+    }
+
+    pub fn with_errors(mut self, errors: Vec<FieldError>) -> Self {
+        self.errors = errors.into_iter().map(Into::into).collect();
+        self
+    }
+
+    pub fn invalid(errors: Vec<FieldError>) -> Self {
+        let detail = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+        Self::new(StatusCode::BAD_REQUEST, "invalid_input", detail).with_errors(errors)
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_vec(&self).unwrap_or_default();
+        let mut response = (status, body).into_response();
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        response
+    }
+}
+
+impl From<Error> for Problem {
+    fn from(err: Error) -> Self {
+        match err {
+            Error::Invalid(errors) => Problem::invalid(errors),
+            Error::NotFound { kind, id } => Problem::new(StatusCode::NOT_FOUND, "not_found", format!("{kind} {id} not found")),
+            Error::Conflict { code, message, errors } => {
+                let detail = if errors.is_empty() {
+                    message
+                } else {
+                    format!("{message}: {}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))
+                };
+                Problem::new(StatusCode::CONFLICT, code, detail).with_errors(errors)
+            }
+            e @ Error::PreconditionFailed { .. } => Problem::new(StatusCode::PRECONDITION_FAILED, "precondition_failed", e.to_string()),
+            Error::Unavailable { service, message } => {
+                tracing::warn!(service, %message, "dependency unavailable");
+                Problem::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("{service} is unavailable"))
+            }
+            e @ (Error::Db(_) | Error::Internal(_)) => {
+                // The full chain goes to the log once; the client gets no internals.
+                tracing::error!(error = %e, "request failed");
+                Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+            }
+        }
+    }
+}
+
+/// Handler result: a response or a problem.
+pub type ApiResult<T> = Result<T, Problem>;

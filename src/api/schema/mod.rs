@@ -1,0 +1,7 @@
+//! Request and response bodies of the REST API (OpenAPI schemas), and their conversion to and
+//! from domain types, including field-by-field input validation.
+
+pub mod common;
+pub mod component;
+pub mod nvl;
+pub mod rack;

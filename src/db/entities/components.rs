@@ -1,0 +1,33 @@
+//! `components` table.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "components")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub rack_id: Option<Uuid>,
+    pub r#type: String,
+    pub name: String,
+    pub manufacturer: String,
+    pub manufacturer_key: String,
+    pub model: Option<String>,
+    pub serial_number: String,
+    pub firmware_version: Option<String>,
+    pub description: Option<String>,
+    pub slot_id: Option<i64>,
+    pub tray_idx: Option<i64>,
+    pub host_id: Option<i64>,
+    pub external_id: Option<String>,
+    pub power_state: Option<String>,
+    pub revision: i64,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+    pub deleted_at: Option<DateTimeUtc>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,65 @@
+//! Database access: connecting to PostgreSQL or SQLite, running migrations, mapping driver errors.
+
+pub mod entities;
+
+use std::time::Duration;
+
+use migration::{Migrator, MigratorTrait};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbErr, SqlErr};
+
+use crate::error::{Error, Result};
+
+/// Pool and timeout settings for [`connect`].
+#[derive(Debug, Clone)]
+pub struct DbOptions {
+    pub url: String,
+    /// Set a PostgreSQL `search_path` (tests isolate themselves in a schema).
+    pub schema: Option<String>,
+    pub max_connections: u32,
+    pub connect_timeout: Duration,
+}
+
+impl DbOptions {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self { url: url.into(), schema: None, max_connections: 16, connect_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// Opens a connection pool to PostgreSQL or SQLite, failing with `Unavailable` when it cannot.
+pub async fn connect(options: &DbOptions) -> Result<DatabaseConnection> {
+    let sqlite = options.url.starts_with("sqlite:");
+    let mut opts = ConnectOptions::new(options.url.clone());
+    opts.max_connections(if sqlite { options.max_connections.min(8) } else { options.max_connections })
+        .min_connections(if sqlite { 1 } else { 0 })
+        .connect_timeout(options.connect_timeout)
+        .acquire_timeout(options.connect_timeout)
+        .sqlx_logging(false);
+    if let Some(schema) = &options.schema {
+        opts.set_schema_search_path(schema.clone());
+    }
+    let db = Database::connect(opts)
+        .await
+        .map_err(|e| Error::Unavailable { service: "database", message: e.to_string() })?;
+    if sqlite {
+        // WAL lets the API read while a writer commits; sqlx already turns foreign keys on and
+        // sets a busy timeout on every pooled connection.
+        db.execute_unprepared("PRAGMA journal_mode = WAL").await?;
+    }
+    Ok(db)
+}
+
+/// Applies every pending migration.
+pub async fn migrate(db: &DatabaseConnection) -> Result<()> {
+    Migrator::up(db, None).await?;
+    Ok(())
+}
+
+/// Cheap liveness probe used by `/readyz`.
+pub async fn ping(db: &DatabaseConnection) -> Result<()> {
+    db.ping().await.map_err(|e| Error::Unavailable { service: "database", message: e.to_string() })
+}
+
+/// Whether a driver error is a unique-key violation (a duplicate the caller should hear about as 409).
+pub fn is_unique_violation(err: &DbErr) -> bool {
+    matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_)))
+}

@@ -1,0 +1,12 @@
+//! The inventory: what each rack should contain, stored in PostgreSQL or SQLite.
+//!
+//! `model` holds the domain types; `racks`, `components` and `nvl` are the store functions, each
+//! taking any connection or transaction so callers can compose them.
+
+pub mod components;
+pub mod model;
+pub mod nvl;
+pub mod query;
+pub mod racks;
+mod rows;
+mod uniqueness;

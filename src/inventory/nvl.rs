@@ -1,0 +1,149 @@
+//! NVL domains: create, look up by id or name, list, and attach or detach racks.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    TransactionTrait, DatabaseConnection,
+};
+use uuid::Uuid;
+
+use super::query::{Cursor, Page, PageRequest, after_cursor, text_matches};
+use super::racks;
+use crate::db::entities::{nvl_domains, racks as rack_rows};
+use crate::error::{Error, FieldError, Result};
+
+/// An NVLink domain: the set of racks joined by one NVLink fabric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvlDomain {
+    pub id: Uuid,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<nvl_domains::Model> for NvlDomain {
+    fn from(m: nvl_domains::Model) -> Self {
+        Self { id: m.id, name: m.name, created_at: m.created_at }
+    }
+}
+
+/// A domain by id (when the text is a UUID) or by name.
+pub async fn find(db: &impl ConnectionTrait, id_or_name: &str) -> Result<Option<NvlDomain>> {
+    let by_id = match Uuid::parse_str(id_or_name) {
+        Ok(id) => nvl_domains::Entity::find_by_id(id).one(db).await?,
+        Err(_) => None,
+    };
+    let found = match by_id {
+        Some(d) => Some(d),
+        None => nvl_domains::Entity::find().filter(nvl_domains::Column::Name.eq(id_or_name)).one(db).await?,
+    };
+    Ok(found.map(Into::into))
+}
+
+/// Like [`find`], but a missing domain is a 404.
+pub async fn get(db: &impl ConnectionTrait, id_or_name: &str) -> Result<NvlDomain> {
+    find(db, id_or_name).await?.ok_or_else(|| Error::not_found("nvl domain", id_or_name))
+}
+
+/// Creates a domain. Creating one that exists with the same name (and id, if given) returns it
+/// unchanged with `false`, so provisioning scripts can be re-run.
+pub async fn create(db: &impl ConnectionTrait, id: Option<Uuid>, name: &str, now: DateTime<Utc>) -> Result<(NvlDomain, bool)> {
+    let by_name = nvl_domains::Entity::find().filter(nvl_domains::Column::Name.eq(name)).one(db).await?;
+    if let Some(existing) = by_name {
+        if id.is_some_and(|id| id != existing.id) {
+            return Err(Error::Conflict {
+                code: "duplicate",
+                message: "nvl domain name already in use".into(),
+                errors: vec![FieldError::new("name", format!("domain {} already has this name", existing.id))],
+            });
+        }
+        return Ok((existing.into(), false));
+    }
+    let id = id.unwrap_or_else(Uuid::now_v7);
+    if let Some(existing) = nvl_domains::Entity::find_by_id(id).one(db).await? {
+        return Err(Error::Conflict {
+            code: "duplicate",
+            message: "nvl domain id already in use".into(),
+            errors: vec![FieldError::new("id", format!("domain {id} is named {:?}", existing.name))],
+        });
+    }
+    let row = nvl_domains::ActiveModel { id: Set(id), name: Set(name.to_string()), created_at: Set(now) };
+    nvl_domains::Entity::insert(row).exec_without_returning(db).await.map_err(|e| super::uniqueness::on_unique(e, "the nvl domain"))?;
+    Ok((NvlDomain { id, name: name.to_string(), created_at: now }, true))
+}
+
+/// One page of domains in `(name, id)` order, optionally filtered by name.
+pub async fn list(db: &impl ConnectionTrait, name: Option<&str>, page: &PageRequest) -> Result<Page<NvlDomain>> {
+    use nvl_domains::Column as C;
+    let mut query = nvl_domains::Entity::find();
+    if let Some(name) = name {
+        query = query.filter(text_matches(C::Name, name));
+    }
+    let total = query.clone().count(db).await?;
+    if let Some(after) = &page.after {
+        query = query.filter(after_cursor(C::Name, C::Id, after));
+    }
+    let rows = query.order_by_asc(C::Name).order_by_asc(C::Id).limit(page.limit + 1).all(db).await?;
+    let items = rows.into_iter().map(NvlDomain::from).collect();
+    Ok(Page::from_rows(items, page.limit, total, |d: &NvlDomain| Cursor { name: d.name.clone(), id: d.id }))
+}
+
+/// Attaches racks (by id or name) to a domain, all or nothing. Racks already in this domain are
+/// left as they are; a rack in another domain is a 409 naming it.
+pub async fn attach(db: &DatabaseConnection, domain: &str, racks_wanted: &[String], now: DateTime<Utc>) -> Result<NvlDomain> {
+    let txn = db.begin().await?;
+    let domain = get(&txn, domain).await?;
+    let mut missing = Vec::new();
+    let mut elsewhere = Vec::new();
+    let mut to_attach = Vec::new();
+    for (i, wanted) in racks_wanted.iter().enumerate() {
+        match racks::resolve(&txn, wanted).await {
+            Ok(rack) => match rack.nvl_domain_id {
+                Some(d) if d == domain.id => {}
+                Some(other) => elsewhere.push(FieldError::new(format!("racks[{i}]"), format!("rack {} is attached to domain {other}", rack.name))),
+                None => to_attach.push(rack),
+            },
+            Err(Error::NotFound { .. }) => missing.push(FieldError::new(format!("racks[{i}]"), format!("rack {wanted} not found"))),
+            Err(e) => return Err(e),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(Error::Invalid(missing));
+    }
+    if !elsewhere.is_empty() {
+        return Err(Error::Conflict { code: "attached_elsewhere", message: "rack already in another nvl domain".into(), errors: elsewhere });
+    }
+    for rack in to_attach {
+        set_domain(&txn, rack, Some(domain.id), now).await?;
+    }
+    txn.commit().await?;
+    Ok(domain)
+}
+
+/// Detaches one rack from the domain. Detaching a rack that is in no domain is a no-op; one that
+/// is in another domain is a 409.
+pub async fn detach(db: &DatabaseConnection, domain: &str, rack: &str, now: DateTime<Utc>) -> Result<()> {
+    let txn = db.begin().await?;
+    let domain = get(&txn, domain).await?;
+    let rack = racks::resolve(&txn, rack).await?;
+    match rack.nvl_domain_id {
+        Some(d) if d == domain.id => set_domain(&txn, rack, None, now).await?,
+        Some(other) => {
+            return Err(Error::conflict("attached_elsewhere", format!("rack {} is attached to domain {other}, not {}", rack.name, domain.name)));
+        }
+        None => {}
+    }
+    txn.commit().await?;
+    Ok(())
+}
+
+async fn set_domain(db: &impl ConnectionTrait, rack: rack_rows::Model, domain: Option<Uuid>, now: DateTime<Utc>) -> Result<()> {
+    rack_rows::Entity::update_many()
+        .col_expr(rack_rows::Column::NvlDomainId, Expr::value(domain))
+        .col_expr(rack_rows::Column::Revision, Expr::value(rack.revision + 1))
+        .col_expr(rack_rows::Column::UpdatedAt, Expr::value(now))
+        .filter(rack_rows::Column::Id.eq(rack.id))
+        .exec(db)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,132 @@
+//! Duplicate detection before writes, so a 409 names the exact field that clashes.
+//!
+//! The partial unique indexes stay the final word (a concurrent writer can still lose the race
+//! and get a plain 409), but checking first lets us tell the caller which serial or MAC it was.
+
+use std::collections::HashMap;
+
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use uuid::Uuid;
+
+use super::model::{NewBmc, NewComponent};
+use super::query::manufacturer_key;
+use crate::db::entities::{bmcs, components};
+use crate::error::{Error, FieldError, Result};
+
+/// A component about to be written, with the JSON path its fields are reported under.
+pub(crate) struct Candidate<'a> {
+    pub path: String,
+    pub component: &'a NewComponent,
+    /// The stored component this one updates, whose own serial and MACs are not clashes.
+    pub existing: Option<Uuid>,
+}
+
+/// Duplicates inside one request: the same serial or MAC given twice.
+pub(crate) fn in_request(candidates: &[Candidate<'_>]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut serials: HashMap<(String, &str), &str> = HashMap::new();
+    let mut macs: HashMap<&str, String> = HashMap::new();
+    for c in candidates {
+        let key = (manufacturer_key(&c.component.manufacturer), c.component.serial_number.as_str());
+        if let Some(first) = serials.get(&key) {
+            errors.push(FieldError::new(format!("{}.serial_number", c.path), format!("repeats {first}.serial_number")));
+        } else {
+            serials.insert(key, &c.path);
+        }
+        for (i, bmc) in c.component.bmcs.iter().enumerate() {
+            let field = format!("{}.bmcs[{i}].mac_address", c.path);
+            if let Some(first) = macs.get(bmc.mac_address.as_str()) {
+                errors.push(FieldError::new(&field, format!("repeats {first}")));
+            } else {
+                macs.insert(bmc.mac_address.as_str(), field);
+            }
+        }
+    }
+    errors
+}
+
+/// Clashes with stored live components and BMCs.
+pub(crate) async fn against_store(db: &impl ConnectionTrait, candidates: &[Candidate<'_>]) -> Result<Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let serials: Vec<&str> = candidates.iter().map(|c| c.component.serial_number.as_str()).collect();
+    let mut stored = Vec::new();
+    for chunk in serials.chunks(500) {
+        stored.extend(
+            components::Entity::find()
+                .filter(components::Column::SerialNumber.is_in(chunk.iter().copied()))
+                .filter(components::Column::DeletedAt.is_null())
+                .all(db)
+                .await?,
+        );
+    }
+    for c in candidates {
+        let key = manufacturer_key(&c.component.manufacturer);
+        let clash = stored.iter().find(|s| {
+            s.serial_number == c.component.serial_number && s.manufacturer_key == key && Some(s.id) != c.existing
+        });
+        if let Some(s) = clash {
+            errors.push(FieldError::new(
+                format!("{}.serial_number", c.path),
+                format!("{} {} is already component {}", c.component.manufacturer, c.component.serial_number, s.id),
+            ));
+        }
+    }
+    let bmcs: Vec<(String, &NewBmc, Option<Uuid>)> = candidates
+        .iter()
+        .flat_map(|c| {
+            c.component.bmcs.iter().enumerate().map(move |(i, b)| (format!("{}.bmcs[{i}].mac_address", c.path), b, c.existing))
+        })
+        .collect();
+    errors.extend(mac_clashes(db, &bmcs).await?);
+    Ok(errors)
+}
+
+/// BMC MACs already used by a live BMC of another component.
+pub(crate) async fn mac_clashes(
+    db: &impl ConnectionTrait,
+    bmcs: &[(String, &NewBmc, Option<Uuid>)],
+) -> Result<Vec<FieldError>> {
+    let macs: Vec<&str> = bmcs.iter().map(|(_, b, _)| b.mac_address.as_str()).collect();
+    let mut stored = Vec::new();
+    for chunk in macs.chunks(500) {
+        stored.extend(
+            bmcs::Entity::find()
+                .filter(bmcs::Column::MacAddress.is_in(chunk.iter().copied()))
+                .filter(bmcs::Column::DeletedAt.is_null())
+                .all(db)
+                .await?,
+        );
+    }
+    Ok(bmcs
+        .iter()
+        .filter_map(|(field, bmc, owner)| {
+            stored
+                .iter()
+                .find(|s| s.mac_address == bmc.mac_address.as_str() && Some(s.component_id) != *owner)
+                .map(|s| FieldError::new(field, format!("{} is already a BMC of component {}", bmc.mac_address, s.component_id)))
+        })
+        .collect())
+}
+
+/// Fails with a 409 `duplicate` listing every clash, or a 400 for duplicates inside the request.
+pub(crate) async fn ensure_unique(db: &impl ConnectionTrait, candidates: &[Candidate<'_>]) -> Result<()> {
+    let repeated = in_request(candidates);
+    if !repeated.is_empty() {
+        return Err(Error::Invalid(repeated));
+    }
+    let clashes = against_store(db, candidates).await?;
+    if clashes.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Conflict { code: "duplicate", message: "already registered in the inventory".into(), errors: clashes })
+    }
+}
+
+/// Maps a unique-index violation that slipped past the checks (a concurrent writer) to a 409.
+pub(crate) fn on_unique(err: sea_orm::DbErr, what: &str) -> Error {
+    if crate::db::is_unique_violation(&err) {
+        Error::conflict("duplicate", format!("{what} was registered concurrently by another request"))
+    } else {
+        Error::Db(err)
+    }
+}

@@ -1,0 +1,18 @@
+//! Flow: the inventory of GPU datacenter racks and the rack-level operations run on them.
+//!
+//! A tour of the crate, from the outside in:
+//! - [`api`] is the only module that knows HTTP: axum handlers, problem+json errors, and the
+//!   OpenAPI document generated from the same route definitions.
+//! - [`inventory`] holds what each rack should contain (racks, components, BMCs, NVL domains)
+//!   and the store functions that read and write it.
+//! - [`db`] connects to PostgreSQL or SQLite and runs the migrations in the `migration` crate.
+//! - [`config`] loads the typed configuration once; [`app`] is the state handlers share.
+//! - [`error`] is the one domain error type.
+
+pub mod api;
+pub mod app;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod inventory;
+pub mod telemetry;
