@@ -16,7 +16,11 @@ fn main() {
     let time = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .or_else(|| {
-            Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%SZ"]).output().ok().and_then(|o| String::from_utf8(o.stdout).ok())
+            Command::new("date")
+                .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+                .output()
+                .ok()
+                .and_then(|o| String::from_utf8(o.stdout).ok())
         })
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| "unknown".into());

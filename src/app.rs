@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::DatabaseConnection;
 
 use crate::config::Config;
@@ -18,7 +18,8 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
-        Utc::now()
+        // PostgreSQL keeps microseconds; truncating here makes both backends return the same value.
+        Utc::now().trunc_subsecs(6)
     }
 }
 
@@ -35,7 +36,11 @@ pub struct AppInner {
 
 impl AppState {
     pub fn new(db: DatabaseConnection, config: Config) -> Self {
-        Self(Arc::new(AppInner { db, config, clock: Arc::new(SystemClock) }))
+        Self::with_clock(db, config, Arc::new(SystemClock))
+    }
+
+    pub fn with_clock(db: DatabaseConnection, config: Config, clock: Arc<dyn Clock>) -> Self {
+        Self(Arc::new(AppInner { db, config, clock }))
     }
 
     pub fn db(&self) -> &DatabaseConnection {
@@ -53,6 +58,8 @@ impl AppState {
 
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppState").field("config", &self.0.config).finish_non_exhaustive()
+        f.debug_struct("AppState")
+            .field("config", &self.0.config)
+            .finish_non_exhaustive()
     }
 }

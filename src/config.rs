@@ -102,7 +102,12 @@ pub fn redact_url(url: &str) -> String {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
             let creds = &url[scheme_end + 3..at];
             match creds.find(':') {
-                Some(colon) => format!("{}{}:***{}", &url[..scheme_end + 3], &creds[..colon], &url[at..]),
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme_end + 3],
+                    &creds[..colon],
+                    &url[at..]
+                ),
                 None => url.to_string(),
             }
         }
@@ -133,7 +138,8 @@ impl Config {
     }
 
     fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
         toml::from_str(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
     }
 
@@ -150,7 +156,9 @@ impl Config {
         }
         if let Some(v) = get("FLOW_LOG_FORMAT") {
             if v != "text" && v != "json" {
-                return Err(ConfigError(format!("FLOW_LOG_FORMAT must be text or json, not {v:?}")));
+                return Err(ConfigError(format!(
+                    "FLOW_LOG_FORMAT must be text or json, not {v:?}"
+                )));
             }
             self.log_format = v.clone();
         }
@@ -185,7 +193,9 @@ impl Config {
         if let Some(host) = get("DB_ADDR") {
             let port = get("DB_PORT").unwrap_or_else(|| "5432".into());
             let user = get("DB_USER").unwrap_or_else(|| "postgres".into());
-            let password = get("DB_PASSWORD").map(|p| format!(":{p}")).unwrap_or_default();
+            let password = get("DB_PASSWORD")
+                .map(|p| format!(":{p}"))
+                .unwrap_or_default();
             let database = get("DB_DATABASE").unwrap_or_else(|| "flow".into());
             self.database_url = format!("postgres://{user}{password}@{host}:{port}/{database}");
         }
@@ -197,7 +207,11 @@ impl Config {
             self.temporal_namespace = ns;
         }
         if let Some(url) = get("PSM_API_URL") {
-            self.psm_url = if url.contains("://") { url } else { format!("http://{url}") };
+            self.psm_url = if url.contains("://") {
+                url
+            } else {
+                format!("http://{url}")
+            };
         }
         Ok(())
     }
@@ -207,7 +221,9 @@ fn parse<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ConfigError>
 where
     T::Err: fmt::Display,
 {
-    value.parse().map_err(|e| ConfigError(format!("{key}={value:?}: {e}")))
+    value
+        .parse()
+        .map_err(|e| ConfigError(format!("{key}={value:?}: {e}")))
 }
 
 #[cfg(test)]
@@ -215,7 +231,10 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -240,7 +259,11 @@ mod tests {
         assert_eq!(c.temporal_address, "http://temporal:7233");
         assert_eq!(c.psm_url, "http://psm:50052");
         assert!(!format!("{c:?}").contains("s3cret"));
-        let c = Config::load(&env(&[("DB_ADDR", "db"), ("FLOW_DATABASE_URL", "sqlite://x.db")])).unwrap();
+        let c = Config::load(&env(&[
+            ("DB_ADDR", "db"),
+            ("FLOW_DATABASE_URL", "sqlite://x.db"),
+        ]))
+        .unwrap();
         assert_eq!(c.database_url, "sqlite://x.db");
     }
 

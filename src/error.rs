@@ -11,7 +11,10 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { field: field.into(), message: message.into() }
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -32,13 +35,25 @@ pub enum Error {
     NotFound { kind: &'static str, id: String },
     /// The request clashes with stored state (duplicate key, attached elsewhere, not deleted yet).
     #[error("{message}")]
-    Conflict { code: &'static str, message: String, errors: Vec<FieldError> },
+    Conflict {
+        code: &'static str,
+        message: String,
+        errors: Vec<FieldError>,
+    },
     /// The caller's `If-Match` does not match the current version.
     #[error("{kind} {id} has changed: expected version {expected}, current is {current}")]
-    PreconditionFailed { kind: &'static str, id: String, expected: String, current: String },
+    PreconditionFailed {
+        kind: &'static str,
+        id: String,
+        expected: String,
+        current: String,
+    },
     /// A dependency (database, Temporal, a device manager) is unreachable.
     #[error("{service} is unavailable: {message}")]
-    Unavailable { service: &'static str, message: String },
+    Unavailable {
+        service: &'static str,
+        message: String,
+    },
     /// Any other storage failure.
     #[error("database error: {0}")]
     Db(#[from] sea_orm::DbErr),
@@ -48,7 +63,11 @@ pub enum Error {
 }
 
 fn join(errors: &[FieldError]) -> String {
-    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Result alias used across the domain and storage layers.
@@ -61,11 +80,18 @@ impl Error {
     }
 
     pub fn not_found(kind: &'static str, id: impl fmt::Display) -> Self {
-        Self::NotFound { kind, id: id.to_string() }
+        Self::NotFound {
+            kind,
+            id: id.to_string(),
+        }
     }
 
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
-        Self::Conflict { code, message: message.into(), errors: Vec::new() }
+        Self::Conflict {
+            code,
+            message: message.into(),
+            errors: Vec::new(),
+        }
     }
 
     /// Whether retrying the same call later may succeed.
@@ -89,6 +115,10 @@ impl Violations {
 
     /// `Ok(())` when nothing was collected, otherwise `Error::Invalid` with every violation.
     pub fn finish(self) -> Result<()> {
-        if self.0.is_empty() { Ok(()) } else { Err(Error::Invalid(self.0)) }
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Invalid(self.0))
+        }
     }
 }

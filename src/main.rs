@@ -9,7 +9,11 @@ use flow::{api, app::AppState, db, telemetry};
 use migration::{Migrator, MigratorTrait};
 
 #[derive(Parser)]
-#[command(name = "flow", version, about = "Inventory and rack-level operations for GPU datacenter racks")]
+#[command(
+    name = "flow",
+    version,
+    about = "Inventory and rack-level operations for GPU datacenter racks"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -62,7 +66,9 @@ async fn main() -> anyhow::Result<()> {
             let _ = writeln!(std::io::stdout(), "{doc}");
             Ok(())
         }
-        Command::Db { command: DbCommand::Migrate { action } } => {
+        Command::Db {
+            command: DbCommand::Migrate { action },
+        } => {
             telemetry::init(&config.log, &config.log_format);
             let conn = db::connect(&db::DbOptions::new(&config.database_url)).await?;
             match action.unwrap_or(MigrateAction::Up) {
@@ -87,21 +93,31 @@ async fn main() -> anyhow::Result<()> {
 async fn serve(config: Config) -> anyhow::Result<()> {
     telemetry::init(&config.log, &config.log_format);
     tracing::info!(?config, "starting flow");
-    let conn = db::connect(&db::DbOptions::new(&config.database_url)).await.context("connecting to the database")?;
+    let conn = db::connect(&db::DbOptions::new(&config.database_url))
+        .await
+        .context("connecting to the database")?;
     if config.migrate_on_start {
         db::migrate(&conn).await.context("migrating the database")?;
     }
-    let listener = tokio::net::TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening; Swagger UI at http://{}/swagger-ui/", display_addr(addr));
     let app = api::router(AppState::new(conn, config));
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
     Ok(())
 }
 
 /// `0.0.0.0` is where we listen, not where a browser should go.
 fn display_addr(addr: std::net::SocketAddr) -> String {
-    if addr.ip().is_unspecified() { format!("localhost:{}", addr.port()) } else { addr.to_string() }
+    if addr.ip().is_unspecified() {
+        format!("localhost:{}", addr.port())
+    } else {
+        addr.to_string()
+    }
 }
 
 async fn shutdown_signal() {
@@ -110,7 +126,8 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let terminate = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
         }
     };

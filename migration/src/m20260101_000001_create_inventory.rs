@@ -69,10 +69,27 @@ enum Bmcs {
 }
 
 fn created_updated(t: &mut TableCreateStatement) -> &mut TableCreateStatement {
-    t.col(ColumnDef::new(Alias::new("revision")).big_integer().not_null().default(1))
-        .col(ColumnDef::new(Alias::new("created_at")).timestamp_with_time_zone().not_null())
-        .col(ColumnDef::new(Alias::new("updated_at")).timestamp_with_time_zone().not_null())
-        .col(ColumnDef::new(Alias::new("deleted_at")).timestamp_with_time_zone().null())
+    t.col(
+        ColumnDef::new(Alias::new("revision"))
+            .big_integer()
+            .not_null()
+            .default(1),
+    )
+    .col(
+        ColumnDef::new(Alias::new("created_at"))
+            .timestamp_with_time_zone()
+            .not_null(),
+    )
+    .col(
+        ColumnDef::new(Alias::new("updated_at"))
+            .timestamp_with_time_zone()
+            .not_null(),
+    )
+    .col(
+        ColumnDef::new(Alias::new("deleted_at"))
+            .timestamp_with_time_zone()
+            .null(),
+    )
 }
 
 #[async_trait::async_trait]
@@ -81,9 +98,18 @@ impl MigrationTrait for Migration {
         m.create_table(
             Table::create()
                 .table(NvlDomains::Table)
-                .col(ColumnDef::new(NvlDomains::Id).uuid().not_null().primary_key())
+                .col(
+                    ColumnDef::new(NvlDomains::Id)
+                        .uuid()
+                        .not_null()
+                        .primary_key(),
+                )
                 .col(ColumnDef::new(NvlDomains::Name).string().not_null())
-                .col(ColumnDef::new(NvlDomains::CreatedAt).timestamp_with_time_zone().not_null())
+                .col(
+                    ColumnDef::new(NvlDomains::CreatedAt)
+                        .timestamp_with_time_zone()
+                        .not_null(),
+                )
                 .to_owned(),
         )
         .await?;
@@ -119,17 +145,27 @@ impl MigrationTrait for Migration {
                     .to(NvlDomains::Table, NvlDomains::Id)
                     .on_delete(ForeignKeyAction::SetNull),
             );
-        m.create_table(created_updated(&mut racks).to_owned()).await?;
+        m.create_table(created_updated(&mut racks).to_owned())
+            .await?;
 
         let mut components = Table::create();
         components
             .table(Components::Table)
-            .col(ColumnDef::new(Components::Id).uuid().not_null().primary_key())
+            .col(
+                ColumnDef::new(Components::Id)
+                    .uuid()
+                    .not_null()
+                    .primary_key(),
+            )
             .col(ColumnDef::new(Components::RackId).uuid().null())
             .col(ColumnDef::new(Components::Type).string_len(16).not_null())
             .col(ColumnDef::new(Components::Name).string().not_null())
             .col(ColumnDef::new(Components::Manufacturer).string().not_null())
-            .col(ColumnDef::new(Components::ManufacturerKey).string().not_null())
+            .col(
+                ColumnDef::new(Components::ManufacturerKey)
+                    .string()
+                    .not_null(),
+            )
             .col(ColumnDef::new(Components::Model).string().null())
             .col(ColumnDef::new(Components::SerialNumber).string().not_null())
             .col(ColumnDef::new(Components::FirmwareVersion).string().null())
@@ -146,7 +182,8 @@ impl MigrationTrait for Migration {
                     .to(Racks::Table, Racks::Id)
                     .on_delete(ForeignKeyAction::Restrict),
             );
-        m.create_table(created_updated(&mut components).to_owned()).await?;
+        m.create_table(created_updated(&mut components).to_owned())
+            .await?;
 
         m.create_table(
             Table::create()
@@ -156,8 +193,16 @@ impl MigrationTrait for Migration {
                 .col(ColumnDef::new(Bmcs::Type).string_len(16).not_null())
                 .col(ColumnDef::new(Bmcs::MacAddress).string_len(17).not_null())
                 .col(ColumnDef::new(Bmcs::IpAddress).string().null())
-                .col(ColumnDef::new(Bmcs::CreatedAt).timestamp_with_time_zone().not_null())
-                .col(ColumnDef::new(Bmcs::DeletedAt).timestamp_with_time_zone().null())
+                .col(
+                    ColumnDef::new(Bmcs::CreatedAt)
+                        .timestamp_with_time_zone()
+                        .not_null(),
+                )
+                .col(
+                    ColumnDef::new(Bmcs::DeletedAt)
+                        .timestamp_with_time_zone()
+                        .null(),
+                )
                 .foreign_key(
                     ForeignKey::create()
                         .name("bmcs_component_id_fkey")
@@ -176,10 +221,14 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, m: &SchemaManager) -> Result<(), DbErr> {
-        m.drop_table(Table::drop().table(Bmcs::Table).to_owned()).await?;
-        m.drop_table(Table::drop().table(Components::Table).to_owned()).await?;
-        m.drop_table(Table::drop().table(Racks::Table).to_owned()).await?;
-        m.drop_table(Table::drop().table(NvlDomains::Table).to_owned()).await
+        m.drop_table(Table::drop().table(Bmcs::Table).to_owned())
+            .await?;
+        m.drop_table(Table::drop().table(Components::Table).to_owned())
+            .await?;
+        m.drop_table(Table::drop().table(Racks::Table).to_owned())
+            .await?;
+        m.drop_table(Table::drop().table(NvlDomains::Table).to_owned())
+            .await
     }
 }
 

@@ -12,7 +12,9 @@ use super::extract::{IfMatch, Json, Query, etag, uuid_param};
 use super::openapi::COMPONENTS;
 use super::problem::{ApiResult, Problem};
 use super::schema::common::ListResponse;
-use super::schema::component::{ComponentDoc, ComponentInput, ComponentPatchInput, ComponentWithRackDoc};
+use super::schema::component::{
+    ComponentDoc, ComponentInput, ComponentPatchInput, ComponentWithRackDoc,
+};
 use crate::app::AppState;
 use crate::error::{Error, Violations};
 use crate::inventory::components::{self, ComponentFilter};
@@ -82,7 +84,11 @@ fn with_etag(status: StatusCode, component: Component) -> impl IntoResponse {
     (status, headers, axum::Json(ComponentDoc::from(component)))
 }
 
-async fn respond_with_rack(state: &AppState, component: Component, with_rack: bool) -> ApiResult<(HeaderMap, axum::Json<ComponentWithRackDoc>)> {
+async fn respond_with_rack(
+    state: &AppState,
+    component: Component,
+    with_rack: bool,
+) -> ApiResult<(HeaderMap, axum::Json<ComponentWithRackDoc>)> {
     let revision = component.revision;
     let found = components::with_rack(state.db(), component, with_rack).await?;
     let mut headers = HeaderMap::new();
@@ -101,7 +107,10 @@ async fn respond_with_rack(state: &AppState, component: Component, with_rack: bo
         (status = 404, description = "The rack does not exist", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Serial number or a BMC MAC already registered", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn add_component(State(state): State<AppState>, Json(body): Json<ComponentInput>) -> ApiResult<impl IntoResponse> {
+pub async fn add_component(
+    State(state): State<AppState>,
+    Json(body): Json<ComponentInput>,
+) -> ApiResult<impl IntoResponse> {
     let new = body.into_domain()?;
     let component = components::add(state.db(), &new, state.now()).await?;
     let location = format!("/v1/components/{}", component.id);
@@ -121,21 +130,32 @@ pub async fn add_component(State(state): State<AppState>, Json(body): Json<Compo
         (status = 200, description = "One page of components", body = ListResponse<ComponentDoc>),
         (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn list_components(State(state): State<AppState>, Query(q): Query<ListComponentsQuery>) -> ApiResult<axum::Json<ListResponse<ComponentDoc>>> {
+pub async fn list_components(
+    State(state): State<AppState>,
+    Query(q): Query<ListComponentsQuery>,
+) -> ApiResult<axum::Json<ListResponse<ComponentDoc>>> {
     let mut v = Violations::default();
     let page = PageRequest::parse(q.limit, q.cursor.as_deref());
     let mut kinds = Vec::new();
-    for raw in q.kind.iter().flat_map(|k| k.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
+    for raw in q
+        .kind
+        .iter()
+        .flat_map(|k| k.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         match ComponentType::parse(raw) {
             Some(kind) => kinds.push(kind),
             None => v.push("type", format!("unknown component type {raw:?}")),
         }
     }
     let bmc_mac = q.bmc_mac.as_deref().map(|raw| {
-        MacAddress::parse(raw).map(|m| m.to_string()).unwrap_or_else(|| {
-            v.push("bmc_mac", format!("{raw:?} is not a MAC address"));
-            String::new()
-        })
+        MacAddress::parse(raw)
+            .map(|m| m.to_string())
+            .unwrap_or_else(|| {
+                v.push("bmc_mac", format!("{raw:?} is not a MAC address"));
+                String::new()
+            })
     });
     v.finish()?;
     let filter = ComponentFilter {
@@ -163,11 +183,15 @@ pub async fn list_components(State(state): State<AppState>, Query(q): Query<List
         (status = 400, description = "Missing manufacturer or serial_number", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such component", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn get_component_by_serial(State(state): State<AppState>, Query(q): Query<ComponentBySerialQuery>) -> ApiResult<impl IntoResponse> {
+pub async fn get_component_by_serial(
+    State(state): State<AppState>,
+    Query(q): Query<ComponentBySerialQuery>,
+) -> ApiResult<impl IntoResponse> {
     if q.serial_number.trim().is_empty() {
         return Err(Error::invalid("serial_number", "must not be empty").into());
     }
-    let component = components::get_by_serial(state.db(), &q.manufacturer, q.serial_number.trim()).await?;
+    let component =
+        components::get_by_serial(state.db(), &q.manufacturer, q.serial_number.trim()).await?;
     respond_with_rack(&state, component, q.with_rack).await
 }
 
@@ -181,8 +205,13 @@ pub async fn get_component_by_serial(State(state): State<AppState>, Query(q): Qu
         (status = 400, description = "Not a MAC address", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No component has a BMC with this MAC", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn get_component_by_mac(State(state): State<AppState>, Path(mac): Path<String>, Query(q): Query<WithRackQuery>) -> ApiResult<impl IntoResponse> {
-    let mac = MacAddress::parse(&mac).ok_or_else(|| Error::invalid("mac", format!("{mac:?} is not a MAC address")))?;
+pub async fn get_component_by_mac(
+    State(state): State<AppState>,
+    Path(mac): Path<String>,
+    Query(q): Query<WithRackQuery>,
+) -> ApiResult<impl IntoResponse> {
+    let mac = MacAddress::parse(&mac)
+        .ok_or_else(|| Error::invalid("mac", format!("{mac:?} is not a MAC address")))?;
     let component = components::get_by_mac(state.db(), mac.as_str()).await?;
     respond_with_rack(&state, component, q.with_rack).await
 }
@@ -197,7 +226,11 @@ pub async fn get_component_by_mac(State(state): State<AppState>, Path(mac): Path
         (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such component", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn get_component(State(state): State<AppState>, Path(id): Path<String>, Query(q): Query<WithRackQuery>) -> ApiResult<impl IntoResponse> {
+pub async fn get_component(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<WithRackQuery>,
+) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
     let component = components::get(state.db(), id).await?;
     respond_with_rack(&state, component, q.with_rack).await
@@ -242,7 +275,11 @@ pub async fn patch_component(
         (status = 404, description = "No such component", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "The component changed since the given ETag", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn delete_component(State(state): State<AppState>, Path(id): Path<String>, if_match: IfMatch) -> ApiResult<StatusCode> {
+pub async fn delete_component(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    if_match: IfMatch,
+) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
     components::delete(state.db(), id, if_match.0, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -258,7 +295,10 @@ pub async fn delete_component(State(state): State<AppState>, Path(id): Path<Stri
         (status = 404, description = "No such component", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The component is not deleted yet (`code`: `not_deleted`)", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn purge_component(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn purge_component(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
     components::purge(state.db(), id).await?;
     Ok(StatusCode::NO_CONTENT)

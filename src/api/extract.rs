@@ -29,11 +29,31 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             let status = rejection.status();
             if status == StatusCode::PAYLOAD_TOO_LARGE {
-                Problem::new(status, "payload_too_large", "the request body is larger than this server accepts")
+                Problem::new(
+                    status,
+                    "payload_too_large",
+                    "the request body is larger than this server accepts",
+                )
             } else {
-                Problem::new(StatusCode::BAD_REQUEST, "invalid_body", rejection.body_text())
+                Problem::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_body",
+                    rejection.body_text(),
+                )
             }
         })?;
+        // Every request body is an object; serde would otherwise read an array as a struct's
+        // fields in order.
+        if bytes
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|b| *b != b'{')
+        {
+            return Err(Problem::invalid(vec![FieldError::new(
+                "body",
+                "expected a JSON object",
+            )]));
+        }
         parse_json(&bytes).map(Json)
     }
 }
@@ -45,7 +65,8 @@ fn is_json(headers: &HeaderMap) -> bool {
         .and_then(|v| v.split(';').next())
         .map(|mime| {
             let mime = mime.trim().to_ascii_lowercase();
-            mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+            mime == "application/json"
+                || (mime.starts_with("application/") && mime.ends_with("+json"))
         })
         .unwrap_or(false)
 }
@@ -56,12 +77,37 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
     serde_path_to_error::deserialize(de).map_err(|err| {
         let path = err.path().to_string();
         let inner = err.into_inner();
-        let field = if path == "." { "body".to_string() } else { path };
         let message = inner.to_string();
         // serde_json appends " at line L column C"; the field path is more useful.
-        let message = message.split(" at line ").next().unwrap_or(&message).to_string();
+        let message = message
+            .split(" at line ")
+            .next()
+            .unwrap_or(&message)
+            .to_string();
+        let field = if inner.is_syntax() || inner.is_eof() {
+            "body".to_string()
+        } else {
+            field_path(&path, &message)
+        };
         Problem::invalid(vec![FieldError::new(field, message)])
     })
+}
+
+/// The field a serde error is about: its path, extended by the name in "missing field `x`" and
+/// "unknown field `x`" messages, which serde reports at the enclosing object.
+fn field_path(path: &str, message: &str) -> String {
+    let named = ["missing field `", "unknown field `"]
+        .iter()
+        .find_map(|prefix| message.strip_prefix(prefix))
+        .and_then(|rest| rest.split('`').next());
+    match (path, named) {
+        (".", Some(name)) => name.to_string(),
+        (".", None) => "body".to_string(),
+        // Unknown fields already carry their own name in the path.
+        (_, Some(name)) if path == name || path.ends_with(&format!(".{name}")) => path.to_string(),
+        (_, Some(name)) => format!("{path}.{name}"),
+        (_, None) => path.to_string(),
+    }
 }
 
 /// Query string, with the offending parameter named on failure.
@@ -74,17 +120,28 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
-        serde_path_to_error::deserialize(de).map(Query).map_err(|err| {
-            let field = err.path().to_string();
-            let field = if field == "." { "query".to_string() } else { field };
-            Problem::invalid(vec![FieldError::new(field, err.into_inner().to_string())])
-        })
+        serde_path_to_error::deserialize(de)
+            .map(Query)
+            .map_err(|err| {
+                let path = err.path().to_string();
+                let message = err.into_inner().to_string();
+                let field = match field_path(&path, &message).as_str() {
+                    "body" => "query".to_string(),
+                    other => other.to_string(),
+                };
+                Problem::invalid(vec![FieldError::new(field, message)])
+            })
     }
 }
 
 /// A path segment that must be a UUID.
 pub fn uuid_param(name: &str, raw: &str) -> Result<Uuid, Problem> {
-    Uuid::parse_str(raw).map_err(|_| Problem::invalid(vec![FieldError::new(name, format!("{raw:?} is not a UUID"))]))
+    Uuid::parse_str(raw).map_err(|_| {
+        Problem::invalid(vec![FieldError::new(
+            name,
+            format!("{raw:?} is not a UUID"),
+        )])
+    })
 }
 
 /// The client's `If-Match`: `None` when absent or `*`. A tag that is not one of ours can never
@@ -100,7 +157,10 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
             return Ok(Self(None));
         };
         let text = value.to_str().map_err(|_| {
-            Problem::invalid(vec![FieldError::new("If-Match", "not a valid header value")])
+            Problem::invalid(vec![FieldError::new(
+                "If-Match",
+                "not a valid header value",
+            )])
         })?;
         let tag = text.trim();
         if tag == "*" {
@@ -113,7 +173,8 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
 
 /// The `ETag` for a resource at a revision.
 pub fn etag(revision: i64) -> HeaderValue {
-    HeaderValue::from_str(&format!("\"{revision}\"")).unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
+    HeaderValue::from_str(&format!("\"{revision}\""))
+        .unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
 }
 
 /// Accepts `Option<Option<T>>` fields: absent keeps, `null` clears, a value sets.

@@ -19,7 +19,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::CorsLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
@@ -52,9 +52,17 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
-        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(config.request_timeout_secs)))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(config.request_timeout_secs),
+        ))
         .layer(CatchPanicLayer::custom(|_| {
-            Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log").into_response()
+            Problem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "internal error; see the server log",
+            )
+            .into_response()
         }));
     if config.dev_mode {
         app = app.layer(CorsLayer::permissive());
@@ -63,14 +71,23 @@ pub fn router(state: AppState) -> Router {
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
             let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
             tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
-        }))
+        })
+        .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
 }
 
 async fn not_found(uri: axum::http::Uri) -> Problem {
-    Problem::new(StatusCode::NOT_FOUND, "not_found", format!("no route for {}", uri.path()))
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no route for {}", uri.path()),
+    )
 }
 
 async fn method_not_allowed() -> Problem {
-    Problem::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this method is not allowed on this path")
+    Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this method is not allowed on this path",
+    )
 }

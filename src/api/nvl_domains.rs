@@ -16,9 +16,9 @@ use super::schema::nvl::{AttachRacksRequest, CreateNvlDomainRequest, NvlDomainDo
 use super::schema::rack::RackDoc;
 use crate::app::AppState;
 use crate::error::Violations;
+use crate::inventory::nvl;
 use crate::inventory::query::PageRequest;
 use crate::inventory::racks::{self, RackFilter};
-use crate::inventory::nvl;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -61,14 +61,25 @@ pub struct DomainRacksQuery {
         (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The id belongs to another domain", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn create_nvl_domain(State(state): State<AppState>, Json(body): Json<CreateNvlDomainRequest>) -> ApiResult<impl IntoResponse> {
+pub async fn create_nvl_domain(
+    State(state): State<AppState>,
+    Json(body): Json<CreateNvlDomainRequest>,
+) -> ApiResult<impl IntoResponse> {
     let mut v = Violations::default();
     let name = required_text(&mut v, "name", &body.name);
     v.finish()?;
     let (domain, created) = nvl::create(state.db(), body.id, &name, state.now()).await?;
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     let location = format!("/v1/nvl-domains/{}", domain.id);
-    Ok((status, [(header::LOCATION, location)], axum::Json(NvlDomainDoc::from(domain))))
+    Ok((
+        status,
+        [(header::LOCATION, location)],
+        axum::Json(NvlDomainDoc::from(domain)),
+    ))
 }
 
 /// List NVL domains
@@ -79,7 +90,10 @@ pub async fn create_nvl_domain(State(state): State<AppState>, Json(body): Json<C
         (status = 200, description = "One page of domains", body = ListResponse<NvlDomainDoc>),
         (status = 400, description = "Bad limit or cursor", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn list_nvl_domains(State(state): State<AppState>, Query(q): Query<ListNvlDomainsQuery>) -> ApiResult<axum::Json<ListResponse<NvlDomainDoc>>> {
+pub async fn list_nvl_domains(
+    State(state): State<AppState>,
+    Query(q): Query<ListNvlDomainsQuery>,
+) -> ApiResult<axum::Json<ListResponse<NvlDomainDoc>>> {
     let page = PageRequest::parse(q.limit, q.cursor.as_deref())?;
     let domains = nvl::list(state.db(), q.name.as_deref(), &page).await?;
     Ok(axum::Json(ListResponse::from_page(domains)))
@@ -94,7 +108,10 @@ pub async fn list_nvl_domains(State(state): State<AppState>, Query(q): Query<Lis
         (status = 200, description = "The domain", body = NvlDomainDoc),
         (status = 404, description = "No such domain", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn get_nvl_domain(State(state): State<AppState>, Path(id_or_name): Path<String>) -> ApiResult<axum::Json<NvlDomainDoc>> {
+pub async fn get_nvl_domain(
+    State(state): State<AppState>,
+    Path(id_or_name): Path<String>,
+) -> ApiResult<axum::Json<NvlDomainDoc>> {
     Ok(axum::Json(nvl::get(state.db(), &id_or_name).await?.into()))
 }
 
@@ -121,22 +138,41 @@ pub async fn attach_racks(
         .racks
         .iter()
         .enumerate()
-        .map(|(i, r)| match (r.id, r.name.as_deref().map(str::trim).filter(|n| !n.is_empty())) {
-            (Some(id), None) => id.to_string(),
-            (None, Some(name)) => name.to_string(),
-            _ => {
-                v.push(format!("racks[{i}]"), "give exactly one of id or name");
-                String::new()
+        .map(|(i, r)| {
+            match (
+                r.id,
+                r.name.as_deref().map(str::trim).filter(|n| !n.is_empty()),
+            ) {
+                (Some(id), None) => id.to_string(),
+                (None, Some(name)) => name.to_string(),
+                _ => {
+                    v.push(format!("racks[{i}]"), "give exactly one of id or name");
+                    String::new()
+                }
             }
         })
         .collect();
     v.finish()?;
     let domain = nvl::attach(state.db(), &id_or_name, &wanted, state.now()).await?;
-    domain_racks(&state, &domain.id.to_string(), false, PageRequest::default()).await
+    domain_racks(
+        &state,
+        &domain.id.to_string(),
+        false,
+        PageRequest::default(),
+    )
+    .await
 }
 
-async fn domain_racks(state: &AppState, domain: &str, include_components: bool, page: PageRequest) -> ApiResult<axum::Json<ListResponse<RackDoc>>> {
-    let filter = RackFilter { nvl_domain: Some(domain.to_string()), ..RackFilter::default() };
+async fn domain_racks(
+    state: &AppState,
+    domain: &str,
+    include_components: bool,
+    page: PageRequest,
+) -> ApiResult<axum::Json<ListResponse<RackDoc>>> {
+    let filter = RackFilter {
+        nvl_domain: Some(domain.to_string()),
+        ..RackFilter::default()
+    };
     let found = racks::list(state.db(), &filter, &page, include_components).await?;
     Ok(axum::Json(ListResponse::from_page(found)))
 }
@@ -172,7 +208,10 @@ pub async fn list_domain_racks(
         (status = 404, description = "No such domain or rack", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The rack is attached to another domain", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn detach_rack(State(state): State<AppState>, Path((id_or_name, rack)): Path<(String, String)>) -> ApiResult<StatusCode> {
+pub async fn detach_rack(
+    State(state): State<AppState>,
+    Path((id_or_name, rack)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
     nvl::detach(state.db(), &id_or_name, &rack, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -47,7 +47,10 @@ pub struct FieldErrorDoc {
 
 impl From<FieldError> for FieldErrorDoc {
     fn from(e: FieldError) -> Self {
-        Self { field: e.field, message: e.message }
+        Self {
+            field: e.field,
+            message: e.message,
+        }
     }
 }
 
@@ -70,7 +73,11 @@ impl Problem {
     }
 
     pub fn invalid(errors: Vec<FieldError>) -> Self {
-        let detail = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+        let detail = errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ");
         Self::new(StatusCode::BAD_REQUEST, "invalid_input", detail).with_errors(errors)
     }
 }
@@ -80,9 +87,10 @@ impl IntoResponse for Problem {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = serde_json::to_vec(&self).unwrap_or_default();
         let mut response = (status, body).into_response();
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
         response
     }
 }
@@ -91,24 +99,51 @@ impl From<Error> for Problem {
     fn from(err: Error) -> Self {
         match err {
             Error::Invalid(errors) => Problem::invalid(errors),
-            Error::NotFound { kind, id } => Problem::new(StatusCode::NOT_FOUND, "not_found", format!("{kind} {id} not found")),
-            Error::Conflict { code, message, errors } => {
+            Error::NotFound { kind, id } => Problem::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("{kind} {id} not found"),
+            ),
+            Error::Conflict {
+                code,
+                message,
+                errors,
+            } => {
                 let detail = if errors.is_empty() {
                     message
                 } else {
-                    format!("{message}: {}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))
+                    format!(
+                        "{message}: {}",
+                        errors
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    )
                 };
                 Problem::new(StatusCode::CONFLICT, code, detail).with_errors(errors)
             }
-            e @ Error::PreconditionFailed { .. } => Problem::new(StatusCode::PRECONDITION_FAILED, "precondition_failed", e.to_string()),
+            e @ Error::PreconditionFailed { .. } => Problem::new(
+                StatusCode::PRECONDITION_FAILED,
+                "precondition_failed",
+                e.to_string(),
+            ),
             Error::Unavailable { service, message } => {
                 tracing::warn!(service, %message, "dependency unavailable");
-                Problem::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("{service} is unavailable"))
+                Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    format!("{service} is unavailable"),
+                )
             }
             e @ (Error::Db(_) | Error::Internal(_)) => {
                 // The full chain goes to the log once; the client gets no internals.
                 tracing::error!(error = %e, "request failed");
-                Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+                Problem::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "internal error; see the server log",
+                )
             }
         }
     }

@@ -92,7 +92,10 @@ fn with_etag(status: StatusCode, rack: RackDoc) -> impl IntoResponse {
         (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn create_expected_rack(State(state): State<AppState>, Json(body): Json<CreateRackRequest>) -> ApiResult<impl IntoResponse> {
+pub async fn create_expected_rack(
+    State(state): State<AppState>,
+    Json(body): Json<CreateRackRequest>,
+) -> ApiResult<impl IntoResponse> {
     let new = body.into_domain()?;
     let rack = racks::create(state.db(), &new, state.now()).await?;
     let location = format!("/v1/racks/{}", rack.id);
@@ -112,7 +115,10 @@ pub async fn create_expected_rack(State(state): State<AppState>, Json(body): Jso
         (status = 200, description = "One page of racks", body = ListResponse<RackDoc>),
         (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn list_racks(State(state): State<AppState>, Query(q): Query<ListRacksQuery>) -> ApiResult<axum::Json<ListResponse<RackDoc>>> {
+pub async fn list_racks(
+    State(state): State<AppState>,
+    Query(q): Query<ListRacksQuery>,
+) -> ApiResult<axum::Json<ListResponse<RackDoc>>> {
     let page = PageRequest::parse(q.limit, q.cursor.as_deref())?;
     let filter = RackFilter {
         name: q.name,
@@ -137,11 +143,20 @@ pub async fn list_racks(State(state): State<AppState>, Query(q): Query<ListRacks
         (status = 400, description = "Missing manufacturer or serial_number", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such rack", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn get_rack_by_serial(State(state): State<AppState>, Query(q): Query<RackBySerialQuery>) -> ApiResult<impl IntoResponse> {
+pub async fn get_rack_by_serial(
+    State(state): State<AppState>,
+    Query(q): Query<RackBySerialQuery>,
+) -> ApiResult<impl IntoResponse> {
     if q.serial_number.trim().is_empty() {
         return Err(crate::error::Error::invalid("serial_number", "must not be empty").into());
     }
-    let rack = racks::get_by_serial(state.db(), &q.manufacturer, q.serial_number.trim(), q.include_components).await?;
+    let rack = racks::get_by_serial(
+        state.db(),
+        &q.manufacturer,
+        q.serial_number.trim(),
+        q.include_components,
+    )
+    .await?;
     Ok(with_etag(StatusCode::OK, rack.into()))
 }
 
@@ -156,7 +171,11 @@ pub async fn get_rack_by_serial(State(state): State<AppState>, Query(q): Query<R
         (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such rack", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn get_rack(State(state): State<AppState>, Path(id): Path<String>, Query(q): Query<GetRackQuery>) -> ApiResult<impl IntoResponse> {
+pub async fn get_rack(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<GetRackQuery>,
+) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
     let rack = racks::get(state.db(), id, q.include_components).await?;
     Ok(with_etag(StatusCode::OK, rack.into()))
@@ -189,7 +208,13 @@ pub async fn patch_rack(
     let (rack, report) = racks::patch(state.db(), id, &patch, if_match.0, state.now()).await?;
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, etag(rack.revision));
-    Ok((headers, axum::Json(RackPatchResponse { rack: rack.into(), report: report.into() })))
+    Ok((
+        headers,
+        axum::Json(RackPatchResponse {
+            rack: rack.into(),
+            report: report.into(),
+        }),
+    ))
 }
 
 /// Delete a rack
@@ -204,7 +229,11 @@ pub async fn patch_rack(
         (status = 404, description = "No such rack", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "The rack changed since the given ETag", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn delete_rack(State(state): State<AppState>, Path(id): Path<String>, if_match: IfMatch) -> ApiResult<StatusCode> {
+pub async fn delete_rack(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    if_match: IfMatch,
+) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
     racks::delete(state.db(), id, if_match.0, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -220,7 +249,10 @@ pub async fn delete_rack(State(state): State<AppState>, Path(id): Path<String>, 
         (status = 404, description = "No such rack", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The rack is not deleted yet (`code`: `not_deleted`)", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn purge_rack(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn purge_rack(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
     racks::purge(state.db(), id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -12,7 +12,10 @@ use super::problem::{ApiResult, Problem};
 use crate::app::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(get_version)).routes(routes!(healthz)).routes(routes!(readyz))
+    OpenApiRouter::new()
+        .routes(routes!(get_version))
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
 }
 
 /// Build information.
@@ -54,7 +57,9 @@ pub async fn get_version() -> axum::Json<VersionDoc> {
 /// `200` while the process serves requests; checks no dependency.
 #[utoipa::path(get, path = "/healthz", tag = SYSTEM, responses((status = 200, description = "Alive", body = StatusDoc)))]
 pub async fn healthz() -> axum::Json<StatusDoc> {
-    axum::Json(StatusDoc { status: "ok".into() })
+    axum::Json(StatusDoc {
+        status: "ok".into(),
+    })
 }
 
 /// Readiness
@@ -64,7 +69,14 @@ pub async fn healthz() -> axum::Json<StatusDoc> {
     (status = 200, description = "Ready", body = StatusDoc),
     (status = 503, description = "A dependency is down", body = Problem, content_type = "application/problem+json"),
 ))]
-pub async fn readyz(State(state): State<AppState>) -> ApiResult<(StatusCode, axum::Json<StatusDoc>)> {
+pub async fn readyz(
+    State(state): State<AppState>,
+) -> ApiResult<(StatusCode, axum::Json<StatusDoc>)> {
     crate::db::ping(state.db()).await?;
-    Ok((StatusCode::OK, axum::Json(StatusDoc { status: "ready".into() })))
+    Ok((
+        StatusCode::OK,
+        axum::Json(StatusDoc {
+            status: "ready".into(),
+        }),
+    ))
 }

@@ -21,7 +21,12 @@ pub struct DbOptions {
 
 impl DbOptions {
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), schema: None, max_connections: 16, connect_timeout: Duration::from_secs(10) }
+        Self {
+            url: url.into(),
+            schema: None,
+            max_connections: 16,
+            connect_timeout: Duration::from_secs(10),
+        }
     }
 }
 
@@ -29,17 +34,24 @@ impl DbOptions {
 pub async fn connect(options: &DbOptions) -> Result<DatabaseConnection> {
     let sqlite = options.url.starts_with("sqlite:");
     let mut opts = ConnectOptions::new(options.url.clone());
-    opts.max_connections(if sqlite { options.max_connections.min(8) } else { options.max_connections })
-        .min_connections(if sqlite { 1 } else { 0 })
-        .connect_timeout(options.connect_timeout)
-        .acquire_timeout(options.connect_timeout)
-        .sqlx_logging(false);
+    opts.max_connections(if sqlite {
+        options.max_connections.min(8)
+    } else {
+        options.max_connections
+    })
+    .min_connections(if sqlite { 1 } else { 0 })
+    .connect_timeout(options.connect_timeout)
+    .acquire_timeout(options.connect_timeout)
+    .sqlx_logging(false);
     if let Some(schema) = &options.schema {
         opts.set_schema_search_path(schema.clone());
     }
     let db = Database::connect(opts)
         .await
-        .map_err(|e| Error::Unavailable { service: "database", message: e.to_string() })?;
+        .map_err(|e| Error::Unavailable {
+            service: "database",
+            message: e.to_string(),
+        })?;
     if sqlite {
         // WAL lets the API read while a writer commits; sqlx already turns foreign keys on and
         // sets a busy timeout on every pooled connection.
@@ -56,7 +68,10 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<()> {
 
 /// Cheap liveness probe used by `/readyz`.
 pub async fn ping(db: &DatabaseConnection) -> Result<()> {
-    db.ping().await.map_err(|e| Error::Unavailable { service: "database", message: e.to_string() })
+    db.ping().await.map_err(|e| Error::Unavailable {
+        service: "database",
+        message: e.to_string(),
+    })
 }
 
 /// Whether a driver error is a unique-key violation (a duplicate the caller should hear about as 409).

@@ -3,14 +3,15 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
-    ActiveValue::Set,
-    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
-    TransactionTrait, DatabaseConnection,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 use uuid::Uuid;
 
 use super::model::{Component, ComponentPatch, ComponentType, NewBmc, NewComponent, Rack};
-use super::query::{Page, PageRequest, after_cursor, manufacturer_key, manufacturer_matches, text_matches, Cursor};
+use super::query::{
+    Cursor, Page, PageRequest, after_cursor, manufacturer_key, manufacturer_matches, text_matches,
+};
 use super::racks;
 use super::rows::{component_from_row, load_bmcs, with_bmcs};
 use super::uniqueness::{Candidate, ensure_unique, mac_clashes, on_unique};
@@ -31,7 +32,12 @@ pub struct ComponentFilter {
     pub bmc_mac: Option<String>,
 }
 
-pub(crate) fn component_row(id: Uuid, rack_id: Option<Uuid>, c: &NewComponent, now: DateTime<Utc>) -> components::ActiveModel {
+pub(crate) fn component_row(
+    id: Uuid,
+    rack_id: Option<Uuid>,
+    c: &NewComponent,
+    now: DateTime<Utc>,
+) -> components::ActiveModel {
     components::ActiveModel {
         id: Set(id),
         rack_id: Set(rack_id),
@@ -79,26 +85,58 @@ pub(crate) async fn insert_all(
     }
     let ids: Vec<Uuid> = new.iter().map(|_| Uuid::now_v7()).collect();
     // Batches of 200 rows stay below SQLite's bind-parameter limit.
-    let rows: Vec<_> = ids.iter().zip(new).map(|(id, c)| component_row(*id, rack_id, c, now)).collect();
+    let rows: Vec<_> = ids
+        .iter()
+        .zip(new)
+        .map(|(id, c)| component_row(*id, rack_id, c, now))
+        .collect();
     for chunk in rows.chunks(200) {
-        components::Entity::insert_many(chunk.to_vec()).exec_without_returning(db).await.map_err(|e| on_unique(e, "a component"))?;
+        components::Entity::insert_many(chunk.to_vec())
+            .exec_without_returning(db)
+            .await
+            .map_err(|e| on_unique(e, "a component"))?;
     }
-    let bmc_rows: Vec<_> = ids.iter().zip(new).flat_map(|(id, c)| c.bmcs.iter().map(|b| bmc_row(*id, b, now))).collect();
+    let bmc_rows: Vec<_> = ids
+        .iter()
+        .zip(new)
+        .flat_map(|(id, c)| c.bmcs.iter().map(|b| bmc_row(*id, b, now)))
+        .collect();
     for chunk in bmc_rows.chunks(200) {
-        bmcs::Entity::insert_many(chunk.to_vec()).exec_without_returning(db).await.map_err(|e| on_unique(e, "a BMC"))?;
+        bmcs::Entity::insert_many(chunk.to_vec())
+            .exec_without_returning(db)
+            .await
+            .map_err(|e| on_unique(e, "a BMC"))?;
     }
     Ok(ids)
 }
 
 /// Adds one component, optionally into a rack, and returns it as stored.
-pub async fn add(db: &DatabaseConnection, new: &NewComponent, now: DateTime<Utc>) -> Result<Component> {
+pub async fn add(
+    db: &DatabaseConnection,
+    new: &NewComponent,
+    now: DateTime<Utc>,
+) -> Result<Component> {
     let txn = db.begin().await?;
     if let Some(rack_id) = new.rack_id {
-        racks::find_live_row(&txn, rack_id).await?.ok_or_else(|| Error::not_found("rack", rack_id))?;
+        racks::find_live_row(&txn, rack_id)
+            .await?
+            .ok_or_else(|| Error::not_found("rack", rack_id))?;
     }
-    ensure_unique(&txn, &[Candidate { path: "$".into(), component: new, existing: None }]).await.map_err(strip_root)?;
+    ensure_unique(
+        &txn,
+        &[Candidate {
+            path: "$".into(),
+            component: new,
+            existing: None,
+        }],
+    )
+    .await
+    .map_err(strip_root)?;
     let ids = insert_all(&txn, new.rack_id, &[new], now).await?;
-    let id = ids.first().copied().ok_or_else(|| Error::Internal("no id for inserted component".into()))?;
+    let id = ids
+        .first()
+        .copied()
+        .ok_or_else(|| Error::Internal("no id for inserted component".into()))?;
     let component = get(&txn, id).await?;
     txn.commit().await?;
     Ok(component)
@@ -107,22 +145,38 @@ pub async fn add(db: &DatabaseConnection, new: &NewComponent, now: DateTime<Utc>
 /// Field paths of a single-component request have no `$.` prefix.
 fn strip_root(err: Error) -> Error {
     let fix = |errors: Vec<crate::error::FieldError>| {
-        errors.into_iter().map(|mut e| {
-            e.field = e.field.trim_start_matches("$.").to_string();
-            e.message = e.message.replace("$.", "");
-            e
-        })
-        .collect()
+        errors
+            .into_iter()
+            .map(|mut e| {
+                e.field = e.field.trim_start_matches("$.").to_string();
+                e.message = e.message.replace("$.", "");
+                e
+            })
+            .collect()
     };
     match err {
         Error::Invalid(errors) => Error::Invalid(fix(errors)),
-        Error::Conflict { code, message, errors } => Error::Conflict { code, message, errors: fix(errors) },
+        Error::Conflict {
+            code,
+            message,
+            errors,
+        } => Error::Conflict {
+            code,
+            message,
+            errors: fix(errors),
+        },
         other => other,
     }
 }
 
-pub(crate) async fn find_live_row(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<components::Model>> {
-    Ok(components::Entity::find_by_id(id).filter(components::Column::DeletedAt.is_null()).one(db).await?)
+pub(crate) async fn find_live_row(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+) -> Result<Option<components::Model>> {
+    Ok(components::Entity::find_by_id(id)
+        .filter(components::Column::DeletedAt.is_null())
+        .one(db)
+        .await?)
 }
 
 async fn one(db: &impl ConnectionTrait, row: components::Model) -> Result<Component> {
@@ -133,12 +187,18 @@ async fn one(db: &impl ConnectionTrait, row: components::Model) -> Result<Compon
 
 /// A live component by id.
 pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Component> {
-    let row = find_live_row(db, id).await?.ok_or_else(|| Error::not_found("component", id))?;
+    let row = find_live_row(db, id)
+        .await?
+        .ok_or_else(|| Error::not_found("component", id))?;
     one(db, row).await
 }
 
 /// A live component by manufacturer (any case) and serial number.
-pub async fn get_by_serial(db: &impl ConnectionTrait, manufacturer: &str, serial: &str) -> Result<Component> {
+pub async fn get_by_serial(
+    db: &impl ConnectionTrait,
+    manufacturer: &str,
+    serial: &str,
+) -> Result<Component> {
     let row = components::Entity::find()
         .filter(components::Column::ManufacturerKey.eq(manufacturer_key(manufacturer)))
         .filter(components::Column::SerialNumber.eq(serial))
@@ -161,7 +221,11 @@ pub async fn get_by_mac(db: &impl ConnectionTrait, mac: &str) -> Result<Componen
 }
 
 /// A component with, when asked and when it has one, its rack (without the rack's components).
-pub async fn with_rack(db: &impl ConnectionTrait, component: Component, want_rack: bool) -> Result<(Component, Option<Rack>)> {
+pub async fn with_rack(
+    db: &impl ConnectionTrait,
+    component: Component,
+    want_rack: bool,
+) -> Result<(Component, Option<Rack>)> {
     let rack = match (want_rack, component.rack_id) {
         (true, Some(rack_id)) => Some(racks::get(db, rack_id, false).await?),
         _ => None,
@@ -170,7 +234,11 @@ pub async fn with_rack(db: &impl ConnectionTrait, component: Component, want_rac
 }
 
 /// One page of live components in `(name, id)` order.
-pub async fn list(db: &impl ConnectionTrait, filter: &ComponentFilter, page: &PageRequest) -> Result<Page<Component>> {
+pub async fn list(
+    db: &impl ConnectionTrait,
+    filter: &ComponentFilter,
+    page: &PageRequest,
+) -> Result<Page<Component>> {
     use components::Column as C;
     let mut query = components::Entity::find().filter(C::DeletedAt.is_null());
     if let Some(rack_id) = filter.rack_id {
@@ -183,7 +251,12 @@ pub async fn list(db: &impl ConnectionTrait, filter: &ComponentFilter, page: &Pa
     if !filter.kinds.is_empty() {
         query = query.filter(C::Type.is_in(filter.kinds.iter().map(|k| k.as_str())));
     }
-    for (col, value) in [(C::Name, &filter.name), (C::Model, &filter.model), (C::SerialNumber, &filter.serial_number), (C::ExternalId, &filter.external_id)] {
+    for (col, value) in [
+        (C::Name, &filter.name),
+        (C::Model, &filter.model),
+        (C::SerialNumber, &filter.serial_number),
+        (C::ExternalId, &filter.external_id),
+    ] {
         if let Some(v) = value {
             query = query.filter(text_matches(col, v));
         }
@@ -204,9 +277,17 @@ pub async fn list(db: &impl ConnectionTrait, filter: &ComponentFilter, page: &Pa
     if let Some(after) = &page.after {
         query = query.filter(after_cursor(C::Name, C::Id, after));
     }
-    let rows = query.order_by_asc(C::Name).order_by_asc(C::Id).limit(page.limit + 1).all(db).await?;
+    let rows = query
+        .order_by_asc(C::Name)
+        .order_by_asc(C::Id)
+        .limit(page.limit + 1)
+        .all(db)
+        .await?;
     let items = with_bmcs(db, rows).await?;
-    Ok(Page::from_rows(items, page.limit, total, |c| Cursor { name: c.name.clone(), id: c.id }))
+    Ok(Page::from_rows(items, page.limit, total, |c| Cursor {
+        name: c.name.clone(),
+        id: c.id,
+    }))
 }
 
 /// Applies a merge patch; `expected_revision` is the client's `If-Match`.
@@ -218,10 +299,14 @@ pub async fn patch(
     now: DateTime<Utc>,
 ) -> Result<Component> {
     let txn = db.begin().await?;
-    let row = find_live_row(&txn, id).await?.ok_or_else(|| Error::not_found("component", id))?;
+    let row = find_live_row(&txn, id)
+        .await?
+        .ok_or_else(|| Error::not_found("component", id))?;
     check_revision("component", id, row.revision, expected_revision)?;
     if let Some(Some(rack_id)) = patch.rack_id {
-        racks::find_live_row(&txn, rack_id).await?.ok_or_else(|| Error::invalid("rack_id", format!("rack {rack_id} not found")))?;
+        racks::find_live_row(&txn, rack_id)
+            .await?
+            .ok_or_else(|| Error::invalid("rack_id", format!("rack {rack_id} not found")))?;
     }
     let mut update: components::ActiveModel = row.clone().into();
     let fields_changed = apply_patch_fields(&mut update, &row, patch);
@@ -237,7 +322,12 @@ pub async fn patch(
 }
 
 /// Fails with 412 when the client's `If-Match` revision is not the stored one.
-pub(crate) fn check_revision(kind: &'static str, id: Uuid, current: i64, expected: Option<i64>) -> Result<()> {
+pub(crate) fn check_revision(
+    kind: &'static str,
+    id: Uuid,
+    current: i64,
+    expected: Option<i64>,
+) -> Result<()> {
     match expected {
         Some(expected) if expected != current => Err(Error::PreconditionFailed {
             kind,
@@ -265,10 +355,18 @@ fn merge<T: Clone + PartialEq + Into<sea_orm::Value>>(
 }
 
 /// Writes the patch's differing fields into `am`; reports whether any differed.
-pub(crate) fn apply_patch_fields(am: &mut components::ActiveModel, row: &components::Model, p: &ComponentPatch) -> bool {
+pub(crate) fn apply_patch_fields(
+    am: &mut components::ActiveModel,
+    row: &components::Model,
+    p: &ComponentPatch,
+) -> bool {
     let mut changed = merge(&mut am.name, &row.name, p.name.clone());
     changed |= merge(&mut am.model, &row.model, p.model.clone());
-    changed |= merge(&mut am.firmware_version, &row.firmware_version, p.firmware_version.clone());
+    changed |= merge(
+        &mut am.firmware_version,
+        &row.firmware_version,
+        p.firmware_version.clone(),
+    );
     changed |= merge(&mut am.description, &row.description, p.description.clone());
     changed |= merge(&mut am.slot_id, &row.slot_id, p.slot_id);
     changed |= merge(&mut am.tray_idx, &row.tray_idx, p.tray_idx);
@@ -305,11 +403,18 @@ pub(crate) async fn upsert_bmcs(
     if new.is_empty() {
         return Ok(false);
     }
-    let named: Vec<(String, &NewBmc, Option<Uuid>)> =
-        new.iter().enumerate().map(|(i, b)| (format!("{path}[{i}].mac_address"), b, Some(component_id))).collect();
+    let named: Vec<(String, &NewBmc, Option<Uuid>)> = new
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (format!("{path}[{i}].mac_address"), b, Some(component_id)))
+        .collect();
     let clashes = mac_clashes(db, &named).await?;
     if !clashes.is_empty() {
-        return Err(Error::Conflict { code: "duplicate", message: "BMC MAC already registered".into(), errors: clashes });
+        return Err(Error::Conflict {
+            code: "duplicate",
+            message: "BMC MAC already registered".into(),
+            errors: clashes,
+        });
     }
     let own = bmcs::Entity::find()
         .filter(bmcs::Column::ComponentId.eq(component_id))
@@ -319,7 +424,10 @@ pub(crate) async fn upsert_bmcs(
     let mut changed = false;
     for bmc in new {
         let ip = bmc.ip_address.map(|ip| ip.to_string());
-        match own.iter().find(|o| o.mac_address == bmc.mac_address.as_str()) {
+        match own
+            .iter()
+            .find(|o| o.mac_address == bmc.mac_address.as_str())
+        {
             Some(existing) => {
                 let kind = bmc.kind.as_str().to_string();
                 let ip_changed = ip.is_some() && ip != existing.ip_address;
@@ -334,7 +442,10 @@ pub(crate) async fn upsert_bmcs(
                 }
             }
             None => {
-                bmcs::Entity::insert(bmc_row(component_id, bmc, now)).exec_without_returning(db).await.map_err(|e| on_unique(e, "a BMC"))?;
+                bmcs::Entity::insert(bmc_row(component_id, bmc, now))
+                    .exec_without_returning(db)
+                    .await
+                    .map_err(|e| on_unique(e, "a BMC"))?;
                 changed = true;
             }
         }
@@ -343,9 +454,16 @@ pub(crate) async fn upsert_bmcs(
 }
 
 /// Marks the component and its BMCs deleted; its serial and MACs become free for reuse.
-pub async fn delete(db: &DatabaseConnection, id: Uuid, expected_revision: Option<i64>, now: DateTime<Utc>) -> Result<()> {
+pub async fn delete(
+    db: &DatabaseConnection,
+    id: Uuid,
+    expected_revision: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<()> {
     let txn = db.begin().await?;
-    let row = find_live_row(&txn, id).await?.ok_or_else(|| Error::not_found("component", id))?;
+    let row = find_live_row(&txn, id)
+        .await?
+        .ok_or_else(|| Error::not_found("component", id))?;
     check_revision("component", id, row.revision, expected_revision)?;
     soft_delete_where(&txn, components::Column::Id.eq(id), now).await?;
     txn.commit().await?;
@@ -353,7 +471,11 @@ pub async fn delete(db: &DatabaseConnection, id: Uuid, expected_revision: Option
 }
 
 /// Soft-deletes the live components matching `cond`, with their BMCs.
-pub(crate) async fn soft_delete_where(db: &impl ConnectionTrait, cond: sea_orm::sea_query::SimpleExpr, now: DateTime<Utc>) -> Result<()> {
+pub(crate) async fn soft_delete_where(
+    db: &impl ConnectionTrait,
+    cond: sea_orm::sea_query::SimpleExpr,
+    now: DateTime<Utc>,
+) -> Result<()> {
     let owners = Query::select()
         .column(components::Column::Id)
         .from(components::Entity)
@@ -379,11 +501,20 @@ pub(crate) async fn soft_delete_where(db: &impl ConnectionTrait, cond: sea_orm::
 /// Removes a soft-deleted component for good (its BMCs go with it).
 pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
     let txn = db.begin().await?;
-    let row = components::Entity::find_by_id(id).one(&txn).await?.ok_or_else(|| Error::not_found("component", id))?;
+    let row = components::Entity::find_by_id(id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| Error::not_found("component", id))?;
     if row.deleted_at.is_none() {
-        return Err(Error::conflict("not_deleted", format!("component {id} is not deleted; DELETE it first")));
+        return Err(Error::conflict(
+            "not_deleted",
+            format!("component {id} is not deleted; DELETE it first"),
+        ));
     }
-    bmcs::Entity::delete_many().filter(bmcs::Column::ComponentId.eq(id)).exec(&txn).await?;
+    bmcs::Entity::delete_many()
+        .filter(bmcs::Column::ComponentId.eq(id))
+        .exec(&txn)
+        .await?;
     components::Entity::delete_by_id(id).exec(&txn).await?;
     txn.commit().await?;
     Ok(())

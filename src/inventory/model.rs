@@ -44,7 +44,10 @@ impl ComponentType {
     /// (`COMPONENT_TYPE_COMPUTE`), and the hyphenated or gateway aliases (`power-shelf`, `switch`).
     pub fn parse(input: &str) -> Option<Self> {
         let lower = input.trim().to_ascii_lowercase();
-        let key = lower.strip_prefix("component_type_").unwrap_or(&lower).replace(['-', '_'], "");
+        let key = lower
+            .strip_prefix("component_type_")
+            .unwrap_or(&lower)
+            .replace(['-', '_'], "");
         match key.as_str() {
             "compute" => Some(Self::Compute),
             "nvswitch" | "nvlswitch" | "switch" => Some(Self::NvSwitch),
@@ -342,20 +345,47 @@ mod tests {
 
     #[test]
     fn mac_addresses_in_every_common_notation_become_canonical() {
-        for input in ["D8:19:09:00:04:AF", "d8-19-09-00-04-af", "d819.0900.04af", "D819090004AF"] {
-            assert_eq!(MacAddress::parse(input).map(|m| m.0), Some("d8:19:09:00:04:af".into()), "{input}");
+        for input in [
+            "D8:19:09:00:04:AF",
+            "d8-19-09-00-04-af",
+            "d819.0900.04af",
+            "D819090004AF",
+        ] {
+            assert_eq!(
+                MacAddress::parse(input).map(|m| m.0),
+                Some("d8:19:09:00:04:af".into()),
+                "{input}"
+            );
         }
-        for bad in ["", "d8:19:09:00:04", "d8:19:09:00:04:ag", "d8:19-09:00:04:af", "d81.909.0004af"] {
+        for bad in [
+            "",
+            "d8:19:09:00:04",
+            "d8:19:09:00:04:ag",
+            "d8:19-09:00:04:af",
+            "d81.909.0004af",
+        ] {
             assert_eq!(MacAddress::parse(bad), None, "{bad}");
         }
     }
 
     #[test]
     fn component_types_accept_proto_names_and_aliases() {
-        assert_eq!(ComponentType::parse("COMPONENT_TYPE_COMPUTE"), Some(ComponentType::Compute));
-        assert_eq!(ComponentType::parse("NVSwitch"), Some(ComponentType::NvSwitch));
-        assert_eq!(ComponentType::parse("power-shelf"), Some(ComponentType::PowerShelf));
-        assert_eq!(ComponentType::parse("ToRSwitch"), Some(ComponentType::TorSwitch));
+        assert_eq!(
+            ComponentType::parse("COMPONENT_TYPE_COMPUTE"),
+            Some(ComponentType::Compute)
+        );
+        assert_eq!(
+            ComponentType::parse("NVSwitch"),
+            Some(ComponentType::NvSwitch)
+        );
+        assert_eq!(
+            ComponentType::parse("power-shelf"),
+            Some(ComponentType::PowerShelf)
+        );
+        assert_eq!(
+            ComponentType::parse("ToRSwitch"),
+            Some(ComponentType::TorSwitch)
+        );
         assert_eq!(ComponentType::parse("gpu"), None);
         for t in ComponentType::ALL {
             assert_eq!(ComponentType::parse(t.as_str()), Some(t));

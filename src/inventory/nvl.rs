@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
-    TransactionTrait, DatabaseConnection,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -23,7 +23,11 @@ pub struct NvlDomain {
 
 impl From<nvl_domains::Model> for NvlDomain {
     fn from(m: nvl_domains::Model) -> Self {
-        Self { id: m.id, name: m.name, created_at: m.created_at }
+        Self {
+            id: m.id,
+            name: m.name,
+            created_at: m.created_at,
+        }
     }
 }
 
@@ -35,26 +39,44 @@ pub async fn find(db: &impl ConnectionTrait, id_or_name: &str) -> Result<Option<
     };
     let found = match by_id {
         Some(d) => Some(d),
-        None => nvl_domains::Entity::find().filter(nvl_domains::Column::Name.eq(id_or_name)).one(db).await?,
+        None => {
+            nvl_domains::Entity::find()
+                .filter(nvl_domains::Column::Name.eq(id_or_name))
+                .one(db)
+                .await?
+        }
     };
     Ok(found.map(Into::into))
 }
 
 /// Like [`find`], but a missing domain is a 404.
 pub async fn get(db: &impl ConnectionTrait, id_or_name: &str) -> Result<NvlDomain> {
-    find(db, id_or_name).await?.ok_or_else(|| Error::not_found("nvl domain", id_or_name))
+    find(db, id_or_name)
+        .await?
+        .ok_or_else(|| Error::not_found("nvl domain", id_or_name))
 }
 
 /// Creates a domain. Creating one that exists with the same name (and id, if given) returns it
 /// unchanged with `false`, so provisioning scripts can be re-run.
-pub async fn create(db: &impl ConnectionTrait, id: Option<Uuid>, name: &str, now: DateTime<Utc>) -> Result<(NvlDomain, bool)> {
-    let by_name = nvl_domains::Entity::find().filter(nvl_domains::Column::Name.eq(name)).one(db).await?;
+pub async fn create(
+    db: &impl ConnectionTrait,
+    id: Option<Uuid>,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<(NvlDomain, bool)> {
+    let by_name = nvl_domains::Entity::find()
+        .filter(nvl_domains::Column::Name.eq(name))
+        .one(db)
+        .await?;
     if let Some(existing) = by_name {
         if id.is_some_and(|id| id != existing.id) {
             return Err(Error::Conflict {
                 code: "duplicate",
                 message: "nvl domain name already in use".into(),
-                errors: vec![FieldError::new("name", format!("domain {} already has this name", existing.id))],
+                errors: vec![FieldError::new(
+                    "name",
+                    format!("domain {} already has this name", existing.id),
+                )],
             });
         }
         return Ok((existing.into(), false));
@@ -64,16 +86,37 @@ pub async fn create(db: &impl ConnectionTrait, id: Option<Uuid>, name: &str, now
         return Err(Error::Conflict {
             code: "duplicate",
             message: "nvl domain id already in use".into(),
-            errors: vec![FieldError::new("id", format!("domain {id} is named {:?}", existing.name))],
+            errors: vec![FieldError::new(
+                "id",
+                format!("domain {id} is named {:?}", existing.name),
+            )],
         });
     }
-    let row = nvl_domains::ActiveModel { id: Set(id), name: Set(name.to_string()), created_at: Set(now) };
-    nvl_domains::Entity::insert(row).exec_without_returning(db).await.map_err(|e| super::uniqueness::on_unique(e, "the nvl domain"))?;
-    Ok((NvlDomain { id, name: name.to_string(), created_at: now }, true))
+    let row = nvl_domains::ActiveModel {
+        id: Set(id),
+        name: Set(name.to_string()),
+        created_at: Set(now),
+    };
+    nvl_domains::Entity::insert(row)
+        .exec_without_returning(db)
+        .await
+        .map_err(|e| super::uniqueness::on_unique(e, "the nvl domain"))?;
+    Ok((
+        NvlDomain {
+            id,
+            name: name.to_string(),
+            created_at: now,
+        },
+        true,
+    ))
 }
 
 /// One page of domains in `(name, id)` order, optionally filtered by name.
-pub async fn list(db: &impl ConnectionTrait, name: Option<&str>, page: &PageRequest) -> Result<Page<NvlDomain>> {
+pub async fn list(
+    db: &impl ConnectionTrait,
+    name: Option<&str>,
+    page: &PageRequest,
+) -> Result<Page<NvlDomain>> {
     use nvl_domains::Column as C;
     let mut query = nvl_domains::Entity::find();
     if let Some(name) = name {
@@ -83,14 +126,32 @@ pub async fn list(db: &impl ConnectionTrait, name: Option<&str>, page: &PageRequ
     if let Some(after) = &page.after {
         query = query.filter(after_cursor(C::Name, C::Id, after));
     }
-    let rows = query.order_by_asc(C::Name).order_by_asc(C::Id).limit(page.limit + 1).all(db).await?;
+    let rows = query
+        .order_by_asc(C::Name)
+        .order_by_asc(C::Id)
+        .limit(page.limit + 1)
+        .all(db)
+        .await?;
     let items = rows.into_iter().map(NvlDomain::from).collect();
-    Ok(Page::from_rows(items, page.limit, total, |d: &NvlDomain| Cursor { name: d.name.clone(), id: d.id }))
+    Ok(Page::from_rows(
+        items,
+        page.limit,
+        total,
+        |d: &NvlDomain| Cursor {
+            name: d.name.clone(),
+            id: d.id,
+        },
+    ))
 }
 
 /// Attaches racks (by id or name) to a domain, all or nothing. Racks already in this domain are
 /// left as they are; a rack in another domain is a 409 naming it.
-pub async fn attach(db: &DatabaseConnection, domain: &str, racks_wanted: &[String], now: DateTime<Utc>) -> Result<NvlDomain> {
+pub async fn attach(
+    db: &DatabaseConnection,
+    domain: &str,
+    racks_wanted: &[String],
+    now: DateTime<Utc>,
+) -> Result<NvlDomain> {
     let txn = db.begin().await?;
     let domain = get(&txn, domain).await?;
     let mut missing = Vec::new();
@@ -100,10 +161,16 @@ pub async fn attach(db: &DatabaseConnection, domain: &str, racks_wanted: &[Strin
         match racks::resolve(&txn, wanted).await {
             Ok(rack) => match rack.nvl_domain_id {
                 Some(d) if d == domain.id => {}
-                Some(other) => elsewhere.push(FieldError::new(format!("racks[{i}]"), format!("rack {} is attached to domain {other}", rack.name))),
+                Some(other) => elsewhere.push(FieldError::new(
+                    format!("racks[{i}]"),
+                    format!("rack {} is attached to domain {other}", rack.name),
+                )),
                 None => to_attach.push(rack),
             },
-            Err(Error::NotFound { .. }) => missing.push(FieldError::new(format!("racks[{i}]"), format!("rack {wanted} not found"))),
+            Err(Error::NotFound { .. }) => missing.push(FieldError::new(
+                format!("racks[{i}]"),
+                format!("rack {wanted} not found"),
+            )),
             Err(e) => return Err(e),
         }
     }
@@ -111,7 +178,11 @@ pub async fn attach(db: &DatabaseConnection, domain: &str, racks_wanted: &[Strin
         return Err(Error::Invalid(missing));
     }
     if !elsewhere.is_empty() {
-        return Err(Error::Conflict { code: "attached_elsewhere", message: "rack already in another nvl domain".into(), errors: elsewhere });
+        return Err(Error::Conflict {
+            code: "attached_elsewhere",
+            message: "rack already in another nvl domain".into(),
+            errors: elsewhere,
+        });
     }
     for rack in to_attach {
         set_domain(&txn, rack, Some(domain.id), now).await?;
@@ -122,14 +193,25 @@ pub async fn attach(db: &DatabaseConnection, domain: &str, racks_wanted: &[Strin
 
 /// Detaches one rack from the domain. Detaching a rack that is in no domain is a no-op; one that
 /// is in another domain is a 409.
-pub async fn detach(db: &DatabaseConnection, domain: &str, rack: &str, now: DateTime<Utc>) -> Result<()> {
+pub async fn detach(
+    db: &DatabaseConnection,
+    domain: &str,
+    rack: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
     let txn = db.begin().await?;
     let domain = get(&txn, domain).await?;
     let rack = racks::resolve(&txn, rack).await?;
     match rack.nvl_domain_id {
         Some(d) if d == domain.id => set_domain(&txn, rack, None, now).await?,
         Some(other) => {
-            return Err(Error::conflict("attached_elsewhere", format!("rack {} is attached to domain {other}, not {}", rack.name, domain.name)));
+            return Err(Error::conflict(
+                "attached_elsewhere",
+                format!(
+                    "rack {} is attached to domain {other}, not {}",
+                    rack.name, domain.name
+                ),
+            ));
         }
         None => {}
     }
@@ -137,7 +219,12 @@ pub async fn detach(db: &DatabaseConnection, domain: &str, rack: &str, now: Date
     Ok(())
 }
 
-async fn set_domain(db: &impl ConnectionTrait, rack: rack_rows::Model, domain: Option<Uuid>, now: DateTime<Utc>) -> Result<()> {
+async fn set_domain(
+    db: &impl ConnectionTrait,
+    rack: rack_rows::Model,
+    domain: Option<Uuid>,
+    now: DateTime<Utc>,
+) -> Result<()> {
     rack_rows::Entity::update_many()
         .col_expr(rack_rows::Column::NvlDomainId, Expr::value(domain))
         .col_expr(rack_rows::Column::Revision, Expr::value(rack.revision + 1))

@@ -44,7 +44,10 @@ pub struct PageRequest {
 
 impl Default for PageRequest {
     fn default() -> Self {
-        Self { limit: DEFAULT_LIMIT, after: None }
+        Self {
+            limit: DEFAULT_LIMIT,
+            after: None,
+        }
     }
 }
 
@@ -53,9 +56,15 @@ impl PageRequest {
     pub fn parse(limit: Option<u64>, cursor: Option<&str>) -> Result<Self> {
         let limit = limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(Error::invalid("limit", format!("must be between 1 and {MAX_LIMIT}")));
+            return Err(Error::invalid(
+                "limit",
+                format!("must be between 1 and {MAX_LIMIT}"),
+            ));
         }
-        let after = cursor.filter(|c| !c.is_empty()).map(Cursor::decode).transpose()?;
+        let after = cursor
+            .filter(|c| !c.is_empty())
+            .map(Cursor::decode)
+            .transpose()?;
         Ok(Self { limit, after })
     }
 }
@@ -73,26 +82,43 @@ impl<T> Page<T> {
     pub fn from_rows(mut rows: Vec<T>, limit: u64, total: u64, key: impl Fn(&T) -> Cursor) -> Self {
         let more = rows.len() as u64 > limit;
         rows.truncate(limit as usize);
-        let next_cursor = if more { rows.last().map(|r| key(r).encode()) } else { None };
-        Self { items: rows, next_cursor, total }
+        let next_cursor = if more {
+            rows.last().map(|r| key(r).encode())
+        } else {
+            None
+        };
+        Self {
+            items: rows,
+            next_cursor,
+            total,
+        }
     }
 
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
-        Page { items: self.items.into_iter().map(f).collect(), next_cursor: self.next_cursor, total: self.total }
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            next_cursor: self.next_cursor,
+            total: self.total,
+        }
     }
 }
 
 /// Rows strictly after the cursor in `(name, id)` order.
 pub fn after_cursor<C: ColumnTrait>(name: C, id: C, cursor: &Cursor) -> Condition {
-    Condition::any()
-        .add(name.gt(cursor.name.clone()))
-        .add(Condition::all().add(name.eq(cursor.name.clone())).add(id.gt(cursor.id)))
+    Condition::any().add(name.gt(cursor.name.clone())).add(
+        Condition::all()
+            .add(name.eq(cursor.name.clone()))
+            .add(id.gt(cursor.id)),
+    )
 }
 
 /// A text filter: exact match, or a case-insensitive glob when the value contains `*`.
 pub fn text_matches<C: ColumnTrait>(col: C, value: &str) -> SimpleExpr {
     if value.contains('*') {
-        let escaped = value.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        let escaped = value
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
         let pattern = escaped.replace('*', "%").to_lowercase();
         Expr::expr(Func::lower(Expr::col(col))).like(LikeExpr::new(pattern).escape('\\'))
     } else {
@@ -116,7 +142,10 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_reject_garbage() {
-        let c = Cursor { name: "rack-01".into(), id: Uuid::nil() };
+        let c = Cursor {
+            name: "rack-01".into(),
+            id: Uuid::nil(),
+        };
         assert_eq!(Cursor::decode(&c.encode()).ok(), Some(c));
         assert!(Cursor::decode("not-a-cursor").is_err());
     }
@@ -125,15 +154,31 @@ mod tests {
     fn limits_outside_the_allowed_range_are_rejected() {
         assert!(PageRequest::parse(Some(0), None).is_err());
         assert!(PageRequest::parse(Some(MAX_LIMIT + 1), None).is_err());
-        assert_eq!(PageRequest::parse(None, Some("")).ok(), Some(PageRequest::default()));
+        assert_eq!(
+            PageRequest::parse(None, Some("")).ok(),
+            Some(PageRequest::default())
+        );
     }
 
     #[test]
     fn a_page_with_an_extra_row_points_at_its_last_item() {
-        let page = Page::from_rows(vec![1, 2, 3], 2, 3, |n| Cursor { name: n.to_string(), id: Uuid::nil() });
+        let page = Page::from_rows(vec![1, 2, 3], 2, 3, |n| Cursor {
+            name: n.to_string(),
+            id: Uuid::nil(),
+        });
         assert_eq!(page.items, vec![1, 2]);
-        assert_eq!(page.next_cursor.as_deref().map(Cursor::decode).and_then(Result::ok).map(|c| c.name), Some("2".into()));
-        let last = Page::from_rows(vec![1], 2, 1, |n| Cursor { name: n.to_string(), id: Uuid::nil() });
+        assert_eq!(
+            page.next_cursor
+                .as_deref()
+                .map(Cursor::decode)
+                .and_then(Result::ok)
+                .map(|c| c.name),
+            Some("2".into())
+        );
+        let last = Page::from_rows(vec![1], 2, 1, |n| Cursor {
+            name: n.to_string(),
+            id: Uuid::nil(),
+        });
         assert_eq!(last.next_cursor, None);
     }
 }

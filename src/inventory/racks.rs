@@ -2,15 +2,17 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
-    TransactionTrait, DatabaseConnection,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 use uuid::Uuid;
 
 use super::components::{self as component_store, check_revision, upsert_bmcs};
 use super::model::{Change, ComponentChange, NewComponent, NewRack, PatchReport, Rack, RackPatch};
 use super::nvl;
-use super::query::{Cursor, Page, PageRequest, after_cursor, manufacturer_key, manufacturer_matches, text_matches};
+use super::query::{
+    Cursor, Page, PageRequest, after_cursor, manufacturer_key, manufacturer_matches, text_matches,
+};
 use super::rows::{attach_components, rack_from_row};
 use super::uniqueness::{Candidate, ensure_unique, on_unique};
 use crate::db::entities::{components, racks};
@@ -30,8 +32,14 @@ pub struct RackFilter {
     pub position: Option<String>,
 }
 
-pub(crate) async fn find_live_row(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<racks::Model>> {
-    Ok(racks::Entity::find_by_id(id).filter(racks::Column::DeletedAt.is_null()).one(db).await?)
+pub(crate) async fn find_live_row(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+) -> Result<Option<racks::Model>> {
+    Ok(racks::Entity::find_by_id(id)
+        .filter(racks::Column::DeletedAt.is_null())
+        .one(db)
+        .await?)
 }
 
 /// Ids of live racks matching a name (exact, or a `*` glob).
@@ -53,7 +61,10 @@ pub async fn resolve(db: &impl ConnectionTrait, id_or_name: &str) -> Result<rack
         Ok(id) => query.filter(racks::Column::Id.eq(id)),
         Err(_) => query.filter(racks::Column::Name.eq(id_or_name)),
     };
-    query.one(db).await?.ok_or_else(|| Error::not_found("rack", id_or_name))
+    query
+        .one(db)
+        .await?
+        .ok_or_else(|| Error::not_found("rack", id_or_name))
 }
 
 /// Creates a rack with all its components and BMCs in one transaction: all or nothing.
@@ -67,7 +78,10 @@ pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) 
         .one(&txn)
         .await?
     {
-        clashes.push(FieldError::new("name", format!("rack {} already has this name", r.id)));
+        clashes.push(FieldError::new(
+            "name",
+            format!("rack {} already has this name", r.id),
+        ));
     }
     if let Some(r) = racks::Entity::find()
         .filter(racks::Column::ManufacturerKey.eq(&key))
@@ -76,13 +90,23 @@ pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) 
         .one(&txn)
         .await?
     {
-        clashes.push(FieldError::new("serial_number", format!("{} {} is already rack {}", new.manufacturer, new.serial_number, r.id)));
+        clashes.push(FieldError::new(
+            "serial_number",
+            format!(
+                "{} {} is already rack {}",
+                new.manufacturer, new.serial_number, r.id
+            ),
+        ));
     }
     let candidates: Vec<Candidate<'_>> = new
         .components
         .iter()
         .enumerate()
-        .map(|(i, c)| Candidate { path: format!("components[{i}]"), component: c, existing: None })
+        .map(|(i, c)| Candidate {
+            path: format!("components[{i}]"),
+            component: c,
+            existing: None,
+        })
         .collect();
     match ensure_unique(&txn, &candidates).await {
         Ok(()) => {}
@@ -90,7 +114,11 @@ pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) 
         Err(other) => return Err(other),
     }
     if !clashes.is_empty() {
-        return Err(Error::Conflict { code: "duplicate", message: "already registered in the inventory".into(), errors: clashes });
+        return Err(Error::Conflict {
+            code: "duplicate",
+            message: "already registered in the inventory".into(),
+            errors: clashes,
+        });
     }
     let id = Uuid::now_v7();
     racks::Entity::insert(racks::ActiveModel {
@@ -123,12 +151,19 @@ pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) 
 
 /// A live rack by id, optionally with its live components.
 pub async fn get(db: &impl ConnectionTrait, id: Uuid, with_components: bool) -> Result<Rack> {
-    let row = find_live_row(db, id).await?.ok_or_else(|| Error::not_found("rack", id))?;
+    let row = find_live_row(db, id)
+        .await?
+        .ok_or_else(|| Error::not_found("rack", id))?;
     finish(db, row, with_components).await
 }
 
 /// A live rack by manufacturer (any case) and serial number.
-pub async fn get_by_serial(db: &impl ConnectionTrait, manufacturer: &str, serial: &str, with_components: bool) -> Result<Rack> {
+pub async fn get_by_serial(
+    db: &impl ConnectionTrait,
+    manufacturer: &str,
+    serial: &str,
+    with_components: bool,
+) -> Result<Rack> {
     let row = racks::Entity::find()
         .filter(racks::Column::ManufacturerKey.eq(manufacturer_key(manufacturer)))
         .filter(racks::Column::SerialNumber.eq(serial))
@@ -139,7 +174,11 @@ pub async fn get_by_serial(db: &impl ConnectionTrait, manufacturer: &str, serial
     finish(db, row, with_components).await
 }
 
-async fn finish(db: &impl ConnectionTrait, row: racks::Model, with_components: bool) -> Result<Rack> {
+async fn finish(
+    db: &impl ConnectionTrait,
+    row: racks::Model,
+    with_components: bool,
+) -> Result<Rack> {
     let mut rack = [rack_from_row(row)];
     if with_components {
         attach_components(db, &mut rack).await?;
@@ -149,7 +188,12 @@ async fn finish(db: &impl ConnectionTrait, row: racks::Model, with_components: b
 }
 
 /// One page of live racks in `(name, id)` order.
-pub async fn list(db: &impl ConnectionTrait, filter: &RackFilter, page: &PageRequest, with_components: bool) -> Result<Page<Rack>> {
+pub async fn list(
+    db: &impl ConnectionTrait,
+    filter: &RackFilter,
+    page: &PageRequest,
+    with_components: bool,
+) -> Result<Page<Rack>> {
     use racks::Column as C;
     let mut query = racks::Entity::find().filter(C::DeletedAt.is_null());
     for (col, value) in [
@@ -169,20 +213,31 @@ pub async fn list(db: &impl ConnectionTrait, filter: &RackFilter, page: &PageReq
     }
     if let Some(domain) = &filter.nvl_domain {
         // An unknown domain matches no rack rather than failing the list.
-        let domain_id = nvl::find(db, domain).await?.map(|d| d.id).unwrap_or_else(Uuid::nil);
+        let domain_id = nvl::find(db, domain)
+            .await?
+            .map(|d| d.id)
+            .unwrap_or_else(Uuid::nil);
         query = query.filter(C::NvlDomainId.eq(domain_id));
     }
     let total = query.clone().count(db).await?;
     if let Some(after) = &page.after {
         query = query.filter(after_cursor(C::Name, C::Id, after));
     }
-    let rows = query.order_by_asc(C::Name).order_by_asc(C::Id).limit(page.limit + 1).all(db).await?;
+    let rows = query
+        .order_by_asc(C::Name)
+        .order_by_asc(C::Id)
+        .limit(page.limit + 1)
+        .all(db)
+        .await?;
     let mut items: Vec<Rack> = rows.into_iter().map(rack_from_row).collect();
     if with_components {
         // Only the page's racks are loaded; the look-ahead row is harmless.
         attach_components(db, &mut items).await?;
     }
-    Ok(Page::from_rows(items, page.limit, total, |r| Cursor { name: r.name.clone(), id: r.id }))
+    Ok(Page::from_rows(items, page.limit, total, |r| Cursor {
+        name: r.name.clone(),
+        id: r.id,
+    }))
 }
 
 /// Merges a patch into a rack: its own fields (location per key) and the listed components.
@@ -194,7 +249,9 @@ pub async fn patch(
     now: DateTime<Utc>,
 ) -> Result<(Rack, PatchReport)> {
     let txn = db.begin().await?;
-    let row = find_live_row(&txn, id).await?.ok_or_else(|| Error::not_found("rack", id))?;
+    let row = find_live_row(&txn, id)
+        .await?
+        .ok_or_else(|| Error::not_found("rack", id))?;
     check_revision("rack", id, row.revision, expected_revision)?;
     if let Some(name) = patch.name.as_ref().filter(|n| **n != row.name) {
         let taken = racks::Entity::find()
@@ -206,13 +263,18 @@ pub async fn patch(
             return Err(Error::Conflict {
                 code: "duplicate",
                 message: "rack name already in use".into(),
-                errors: vec![FieldError::new("name", format!("rack {} already has this name", other.id))],
+                errors: vec![FieldError::new(
+                    "name",
+                    format!("rack {} already has this name", other.id),
+                )],
             });
         }
     }
     let mut am: racks::ActiveModel = row.clone().into();
     let mut changed = false;
-    let mut set = |target: &mut sea_orm::ActiveValue<Option<String>>, current: &Option<String>, update: &Option<Option<String>>| {
+    let mut set = |target: &mut sea_orm::ActiveValue<Option<String>>,
+                   current: &Option<String>,
+                   update: &Option<Option<String>>| {
         if let Some(v) = update.as_ref().filter(|v| *v != current) {
             *target = Set(v.clone());
             changed = true;
@@ -229,15 +291,28 @@ pub async fn patch(
         changed = true;
     }
     let components = merge_components(&txn, id, &patch.components, now).await?;
-    let rack_change = if changed { Change::Patched } else { Change::NoChange };
+    let rack_change = if changed {
+        Change::Patched
+    } else {
+        Change::NoChange
+    };
     if changed || components.iter().any(|c| c.change != Change::NoChange) {
         am.revision = Set(row.revision + 1);
         am.updated_at = Set(now);
-        racks::Entity::update(am).exec(&txn).await.map_err(|e| on_unique(e, "the rack name"))?;
+        racks::Entity::update(am)
+            .exec(&txn)
+            .await
+            .map_err(|e| on_unique(e, "the rack name"))?;
     }
     let rack = get(&txn, id, true).await?;
     txn.commit().await?;
-    Ok((rack, PatchReport { rack: rack_change, components }))
+    Ok((
+        rack,
+        PatchReport {
+            rack: rack_change,
+            components,
+        },
+    ))
 }
 
 /// Adds components new to the rack and patches the ones it has (matched by manufacturer + serial).
@@ -260,7 +335,9 @@ async fn merge_components(
             .await?;
         match found {
             Some(row) if row.rack_id != Some(rack_id) => {
-                let place = row.rack_id.map_or("no rack".to_string(), |r| format!("rack {r}"));
+                let place = row
+                    .rack_id
+                    .map_or("no rack".to_string(), |r| format!("rack {r}"));
                 return Err(Error::Conflict {
                     code: "component_elsewhere",
                     message: "a listed component belongs elsewhere; move it with PATCH /v1/components/{id}".into(),
@@ -274,7 +351,11 @@ async fn merge_components(
         .iter()
         .zip(&existing_ids)
         .enumerate()
-        .map(|(i, (c, e))| Candidate { path: format!("components[{i}]"), component: c, existing: e.as_ref().map(|r| r.id) })
+        .map(|(i, (c, e))| Candidate {
+            path: format!("components[{i}]"),
+            component: c,
+            existing: e.as_ref().map(|r| r.id),
+        })
         .collect();
     ensure_unique(db, &candidates).await?;
     let mut report = Vec::with_capacity(wanted.len());
@@ -288,16 +369,28 @@ async fn merge_components(
                 let p = component_store::patch_from_new(c);
                 let mut am: components::ActiveModel = row.clone().into();
                 let fields = component_store::apply_patch_fields(&mut am, &row, &p);
-                let bmcs = upsert_bmcs(db, row.id, &c.bmcs, &format!("components[{i}].bmcs"), now).await?;
+                let bmcs =
+                    upsert_bmcs(db, row.id, &c.bmcs, &format!("components[{i}].bmcs"), now).await?;
                 if fields || bmcs {
                     am.revision = Set(row.revision + 1);
                     am.updated_at = Set(now);
                     components::Entity::update(am).exec(db).await?;
                 }
-                (row.id, if fields || bmcs { Change::Patched } else { Change::NoChange })
+                (
+                    row.id,
+                    if fields || bmcs {
+                        Change::Patched
+                    } else {
+                        Change::NoChange
+                    },
+                )
             }
         };
-        let bmcs = c.bmcs.iter().map(|b| (b.mac_address.to_string(), change)).collect();
+        let bmcs = c
+            .bmcs
+            .iter()
+            .map(|b| (b.mac_address.to_string(), change))
+            .collect();
         report.push(ComponentChange {
             component_id,
             manufacturer: c.manufacturer.clone(),
@@ -310,9 +403,16 @@ async fn merge_components(
 }
 
 /// Marks the rack and all its live components (and their BMCs) deleted.
-pub async fn delete(db: &DatabaseConnection, id: Uuid, expected_revision: Option<i64>, now: DateTime<Utc>) -> Result<()> {
+pub async fn delete(
+    db: &DatabaseConnection,
+    id: Uuid,
+    expected_revision: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<()> {
     let txn = db.begin().await?;
-    let row = find_live_row(&txn, id).await?.ok_or_else(|| Error::not_found("rack", id))?;
+    let row = find_live_row(&txn, id)
+        .await?
+        .ok_or_else(|| Error::not_found("rack", id))?;
     check_revision("rack", id, row.revision, expected_revision)?;
     component_store::soft_delete_where(&txn, components::Column::RackId.eq(id), now).await?;
     let mut am: racks::ActiveModel = row.into();
@@ -326,12 +426,21 @@ pub async fn delete(db: &DatabaseConnection, id: Uuid, expected_revision: Option
 /// Removes a soft-deleted rack and every component that was in it, for good.
 pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
     let txn = db.begin().await?;
-    let row = racks::Entity::find_by_id(id).one(&txn).await?.ok_or_else(|| Error::not_found("rack", id))?;
+    let row = racks::Entity::find_by_id(id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| Error::not_found("rack", id))?;
     if row.deleted_at.is_none() {
-        return Err(Error::conflict("not_deleted", format!("rack {id} is not deleted; DELETE it first")));
+        return Err(Error::conflict(
+            "not_deleted",
+            format!("rack {id} is not deleted; DELETE it first"),
+        ));
     }
     // BMC rows go with their components through the cascading foreign key.
-    components::Entity::delete_many().filter(components::Column::RackId.eq(id)).exec(&txn).await?;
+    components::Entity::delete_many()
+        .filter(components::Column::RackId.eq(id))
+        .exec(&txn)
+        .await?;
     racks::Entity::delete_by_id(id).exec(&txn).await?;
     txn.commit().await?;
     Ok(())

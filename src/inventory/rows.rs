@@ -17,7 +17,12 @@ pub(crate) fn rack_from_row(row: racks::Model) -> Rack {
         serial_number: row.serial_number,
         model: row.model,
         description: row.description,
-        location: Location { region: row.region, datacenter: row.datacenter, room: row.room, position: row.position },
+        location: Location {
+            region: row.region,
+            datacenter: row.datacenter,
+            room: row.room,
+            position: row.position,
+        },
         nvl_domain_id: row.nvl_domain_id,
         revision: row.revision,
         created_at: row.created_at,
@@ -28,14 +33,23 @@ pub(crate) fn rack_from_row(row: racks::Model) -> Rack {
 }
 
 fn bmc_from_row(row: bmcs::Model) -> Result<Bmc> {
-    let kind = BmcType::parse(&row.r#type)
-        .ok_or_else(|| Error::Internal(format!("bmc {} has unknown type {:?}", row.id, row.r#type)))?;
-    Ok(Bmc { kind, mac_address: row.mac_address, ip_address: row.ip_address })
+    let kind = BmcType::parse(&row.r#type).ok_or_else(|| {
+        Error::Internal(format!("bmc {} has unknown type {:?}", row.id, row.r#type))
+    })?;
+    Ok(Bmc {
+        kind,
+        mac_address: row.mac_address,
+        ip_address: row.ip_address,
+    })
 }
 
 pub(crate) fn component_from_row(row: components::Model, bmcs: Vec<Bmc>) -> Result<Component> {
-    let kind = ComponentType::parse(&row.r#type)
-        .ok_or_else(|| Error::Internal(format!("component {} has unknown type {:?}", row.id, row.r#type)))?;
+    let kind = ComponentType::parse(&row.r#type).ok_or_else(|| {
+        Error::Internal(format!(
+            "component {} has unknown type {:?}",
+            row.id, row.r#type
+        ))
+    })?;
     Ok(Component {
         id: row.id,
         rack_id: row.rack_id,
@@ -46,7 +60,11 @@ pub(crate) fn component_from_row(row: components::Model, bmcs: Vec<Bmc>) -> Resu
         serial_number: row.serial_number,
         firmware_version: row.firmware_version,
         description: row.description,
-        position: Position { slot_id: row.slot_id, tray_idx: row.tray_idx, host_id: row.host_id },
+        position: Position {
+            slot_id: row.slot_id,
+            tray_idx: row.tray_idx,
+            host_id: row.host_id,
+        },
         external_id: row.external_id,
         power_state: row.power_state.as_deref().and_then(PowerState::parse),
         bmcs,
@@ -58,7 +76,10 @@ pub(crate) fn component_from_row(row: components::Model, bmcs: Vec<Bmc>) -> Resu
 }
 
 /// Live BMCs of the given components, grouped by component, host BMCs first.
-pub(crate) async fn load_bmcs(db: &impl ConnectionTrait, component_ids: &[Uuid]) -> Result<HashMap<Uuid, Vec<Bmc>>> {
+pub(crate) async fn load_bmcs(
+    db: &impl ConnectionTrait,
+    component_ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<Bmc>>> {
     let mut by_component: HashMap<Uuid, Vec<Bmc>> = HashMap::new();
     // Chunked so a page of 1000 components stays under every backend's bind-parameter limit.
     for chunk in component_ids.chunks(500) {
@@ -71,21 +92,28 @@ pub(crate) async fn load_bmcs(db: &impl ConnectionTrait, component_ids: &[Uuid])
             .await?;
         for row in rows {
             let component_id = row.component_id;
-            by_component.entry(component_id).or_default().push(bmc_from_row(row)?);
+            by_component
+                .entry(component_id)
+                .or_default()
+                .push(bmc_from_row(row)?);
         }
     }
     Ok(by_component)
 }
 
 /// Turns component rows into components with their BMCs, keeping the rows' order.
-pub(crate) async fn with_bmcs(db: &impl ConnectionTrait, rows: Vec<components::Model>) -> Result<Vec<Component>> {
+pub(crate) async fn with_bmcs(
+    db: &impl ConnectionTrait,
+    rows: Vec<components::Model>,
+) -> Result<Vec<Component>> {
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let mut bmcs = load_bmcs(db, &ids).await?;
-    rows.into_iter().map(|row| {
-        let own = bmcs.remove(&row.id).unwrap_or_default();
-        component_from_row(row, own)
-    })
-    .collect()
+    rows.into_iter()
+        .map(|row| {
+            let own = bmcs.remove(&row.id).unwrap_or_default();
+            component_from_row(row, own)
+        })
+        .collect()
 }
 
 /// Live components of the given racks, each rack's list in slot order.

@@ -27,9 +27,15 @@ pub(crate) fn in_request(candidates: &[Candidate<'_>]) -> Vec<FieldError> {
     let mut serials: HashMap<(String, &str), &str> = HashMap::new();
     let mut macs: HashMap<&str, String> = HashMap::new();
     for c in candidates {
-        let key = (manufacturer_key(&c.component.manufacturer), c.component.serial_number.as_str());
+        let key = (
+            manufacturer_key(&c.component.manufacturer),
+            c.component.serial_number.as_str(),
+        );
         if let Some(first) = serials.get(&key) {
-            errors.push(FieldError::new(format!("{}.serial_number", c.path), format!("repeats {first}.serial_number")));
+            errors.push(FieldError::new(
+                format!("{}.serial_number", c.path),
+                format!("repeats {first}.serial_number"),
+            ));
         } else {
             serials.insert(key, &c.path);
         }
@@ -46,9 +52,15 @@ pub(crate) fn in_request(candidates: &[Candidate<'_>]) -> Vec<FieldError> {
 }
 
 /// Clashes with stored live components and BMCs.
-pub(crate) async fn against_store(db: &impl ConnectionTrait, candidates: &[Candidate<'_>]) -> Result<Vec<FieldError>> {
+pub(crate) async fn against_store(
+    db: &impl ConnectionTrait,
+    candidates: &[Candidate<'_>],
+) -> Result<Vec<FieldError>> {
     let mut errors = Vec::new();
-    let serials: Vec<&str> = candidates.iter().map(|c| c.component.serial_number.as_str()).collect();
+    let serials: Vec<&str> = candidates
+        .iter()
+        .map(|c| c.component.serial_number.as_str())
+        .collect();
     let mut stored = Vec::new();
     for chunk in serials.chunks(500) {
         stored.extend(
@@ -62,19 +74,28 @@ pub(crate) async fn against_store(db: &impl ConnectionTrait, candidates: &[Candi
     for c in candidates {
         let key = manufacturer_key(&c.component.manufacturer);
         let clash = stored.iter().find(|s| {
-            s.serial_number == c.component.serial_number && s.manufacturer_key == key && Some(s.id) != c.existing
+            s.serial_number == c.component.serial_number
+                && s.manufacturer_key == key
+                && Some(s.id) != c.existing
         });
         if let Some(s) = clash {
             errors.push(FieldError::new(
                 format!("{}.serial_number", c.path),
-                format!("{} {} is already component {}", c.component.manufacturer, c.component.serial_number, s.id),
+                format!(
+                    "{} {} is already component {}",
+                    c.component.manufacturer, c.component.serial_number, s.id
+                ),
             ));
         }
     }
     let bmcs: Vec<(String, &NewBmc, Option<Uuid>)> = candidates
         .iter()
         .flat_map(|c| {
-            c.component.bmcs.iter().enumerate().map(move |(i, b)| (format!("{}.bmcs[{i}].mac_address", c.path), b, c.existing))
+            c.component
+                .bmcs
+                .iter()
+                .enumerate()
+                .map(move |(i, b)| (format!("{}.bmcs[{i}].mac_address", c.path), b, c.existing))
         })
         .collect();
     errors.extend(mac_clashes(db, &bmcs).await?);
@@ -86,7 +107,10 @@ pub(crate) async fn mac_clashes(
     db: &impl ConnectionTrait,
     bmcs: &[(String, &NewBmc, Option<Uuid>)],
 ) -> Result<Vec<FieldError>> {
-    let macs: Vec<&str> = bmcs.iter().map(|(_, b, _)| b.mac_address.as_str()).collect();
+    let macs: Vec<&str> = bmcs
+        .iter()
+        .map(|(_, b, _)| b.mac_address.as_str())
+        .collect();
     let mut stored = Vec::new();
     for chunk in macs.chunks(500) {
         stored.extend(
@@ -102,14 +126,27 @@ pub(crate) async fn mac_clashes(
         .filter_map(|(field, bmc, owner)| {
             stored
                 .iter()
-                .find(|s| s.mac_address == bmc.mac_address.as_str() && Some(s.component_id) != *owner)
-                .map(|s| FieldError::new(field, format!("{} is already a BMC of component {}", bmc.mac_address, s.component_id)))
+                .find(|s| {
+                    s.mac_address == bmc.mac_address.as_str() && Some(s.component_id) != *owner
+                })
+                .map(|s| {
+                    FieldError::new(
+                        field,
+                        format!(
+                            "{} is already a BMC of component {}",
+                            bmc.mac_address, s.component_id
+                        ),
+                    )
+                })
         })
         .collect())
 }
 
 /// Fails with a 409 `duplicate` listing every clash, or a 400 for duplicates inside the request.
-pub(crate) async fn ensure_unique(db: &impl ConnectionTrait, candidates: &[Candidate<'_>]) -> Result<()> {
+pub(crate) async fn ensure_unique(
+    db: &impl ConnectionTrait,
+    candidates: &[Candidate<'_>],
+) -> Result<()> {
     let repeated = in_request(candidates);
     if !repeated.is_empty() {
         return Err(Error::Invalid(repeated));
@@ -118,14 +155,21 @@ pub(crate) async fn ensure_unique(db: &impl ConnectionTrait, candidates: &[Candi
     if clashes.is_empty() {
         Ok(())
     } else {
-        Err(Error::Conflict { code: "duplicate", message: "already registered in the inventory".into(), errors: clashes })
+        Err(Error::Conflict {
+            code: "duplicate",
+            message: "already registered in the inventory".into(),
+            errors: clashes,
+        })
     }
 }
 
 /// Maps a unique-index violation that slipped past the checks (a concurrent writer) to a 409.
 pub(crate) fn on_unique(err: sea_orm::DbErr, what: &str) -> Error {
     if crate::db::is_unique_violation(&err) {
-        Error::conflict("duplicate", format!("{what} was registered concurrently by another request"))
+        Error::conflict(
+            "duplicate",
+            format!("{what} was registered concurrently by another request"),
+        )
     } else {
         Error::Db(err)
     }

@@ -1,1 +1,14 @@
+//! The one integration-test binary: every test talks to the service through HTTP, on real
+//! PostgreSQL and SQLite databases.
 
+// Test code may panic on the unexpected: that is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod api_bad_input;
+mod api_components;
+mod api_nvl_domains;
+mod api_racks;
+mod migrations;
+mod service;

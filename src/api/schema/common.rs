@@ -6,7 +6,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::Violations;
-use crate::inventory::model::{Bmc, BmcType, ComponentType, Location, MacAddress, NewBmc, Position, PowerState};
+use crate::inventory::model::{
+    Bmc, BmcType, ComponentType, Location, MacAddress, NewBmc, Position, PowerState,
+};
 use crate::inventory::query::Page;
 
 /// Component type. Input also accepts any case, the original proto names
@@ -73,7 +75,9 @@ impl<'de> Deserialize<'de> for BmcTypeDoc {
         match BmcType::parse(&raw) {
             Some(BmcType::Host) => Ok(Self::Host),
             Some(BmcType::Dpu) => Ok(Self::Dpu),
-            None => Err(serde::de::Error::custom(format!("unknown BMC type {raw:?}; expected host or dpu"))),
+            None => Err(serde::de::Error::custom(format!(
+                "unknown BMC type {raw:?}; expected host or dpu"
+            ))),
         }
     }
 }
@@ -141,7 +145,12 @@ impl LocationDoc {
 
 impl From<Location> for LocationDoc {
     fn from(l: Location) -> Self {
-        Self { region: l.region, datacenter: l.datacenter, room: l.room, position: l.position }
+        Self {
+            region: l.region,
+            datacenter: l.datacenter,
+            room: l.room,
+            position: l.position,
+        }
     }
 }
 
@@ -159,18 +168,30 @@ pub struct PositionDoc {
 
 impl PositionDoc {
     pub fn to_domain(self, path: &str, v: &mut Violations) -> Position {
-        for (name, value) in [("slot_id", self.slot_id), ("tray_idx", self.tray_idx), ("host_id", self.host_id)] {
+        for (name, value) in [
+            ("slot_id", self.slot_id),
+            ("tray_idx", self.tray_idx),
+            ("host_id", self.host_id),
+        ] {
             if value.is_some_and(|n| n < 0) {
                 v.push(format!("{path}.{name}"), "must not be negative");
             }
         }
-        Position { slot_id: self.slot_id, tray_idx: self.tray_idx, host_id: self.host_id }
+        Position {
+            slot_id: self.slot_id,
+            tray_idx: self.tray_idx,
+            host_id: self.host_id,
+        }
     }
 }
 
 impl From<Position> for PositionDoc {
     fn from(p: Position) -> Self {
-        Self { slot_id: p.slot_id, tray_idx: p.tray_idx, host_id: p.host_id }
+        Self {
+            slot_id: p.slot_id,
+            tray_idx: p.tray_idx,
+            host_id: p.host_id,
+        }
     }
 }
 
@@ -191,19 +212,34 @@ impl BmcInput {
     pub fn to_domain(&self, path: &str, v: &mut Violations) -> Option<NewBmc> {
         let mac = MacAddress::parse(&self.mac_address);
         if mac.is_none() {
-            v.push(format!("{path}.mac_address"), format!("{:?} is not a MAC address", self.mac_address));
+            v.push(
+                format!("{path}.mac_address"),
+                format!("{:?} is not a MAC address", self.mac_address),
+            );
         }
-        let ip = match self.ip_address.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        let ip = match self
+            .ip_address
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             None => None,
             Some(raw) => match raw.parse::<IpAddr>() {
                 Ok(ip) => Some(ip),
                 Err(_) => {
-                    v.push(format!("{path}.ip_address"), format!("{raw:?} is not an IP address"));
+                    v.push(
+                        format!("{path}.ip_address"),
+                        format!("{raw:?} is not an IP address"),
+                    );
                     None
                 }
             },
         };
-        Some(NewBmc { kind: self.kind.into(), mac_address: mac?, ip_address: ip })
+        Some(NewBmc {
+            kind: self.kind.into(),
+            mac_address: mac?,
+            ip_address: ip,
+        })
     }
 }
 
@@ -218,7 +254,11 @@ pub struct BmcDoc {
 
 impl From<Bmc> for BmcDoc {
     fn from(b: Bmc) -> Self {
-        Self { kind: b.kind.into(), mac_address: b.mac_address, ip_address: b.ip_address }
+        Self {
+            kind: b.kind.into(),
+            mac_address: b.mac_address,
+            ip_address: b.ip_address,
+        }
     }
 }
 
@@ -237,7 +277,11 @@ impl<T> ListResponse<T> {
         T: From<D>,
     {
         let page = page.map(T::from);
-        Self { items: page.items, next_cursor: page.next_cursor, total: page.total }
+        Self {
+            items: page.items,
+            next_cursor: page.next_cursor,
+            total: page.total,
+        }
     }
 }
 

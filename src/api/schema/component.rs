@@ -6,7 +6,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::common::{
-    BmcDoc, BmcInput, ComponentTypeDoc, PositionDoc, PowerStateDoc, free_text, optional_text, required_text,
+    BmcDoc, BmcInput, ComponentTypeDoc, PositionDoc, PowerStateDoc, free_text, optional_text,
+    required_text,
 };
 use super::rack::RackDoc;
 use crate::api::extract::double_option;
@@ -40,16 +41,29 @@ pub struct ComponentInput {
 impl ComponentInput {
     /// Validates into a domain component; problems go to `v` under `path` (empty for top level).
     pub fn to_domain(&self, path: &str, v: &mut Violations) -> Option<NewComponent> {
-        let at = |field: &str| if path.is_empty() { field.to_string() } else { format!("{path}.{field}") };
+        let at = |field: &str| {
+            if path.is_empty() {
+                field.to_string()
+            } else {
+                format!("{path}.{field}")
+            }
+        };
         let name = required_text(v, &at("name"), &self.name);
         let manufacturer = required_text(v, &at("manufacturer"), &self.manufacturer);
         let serial_number = required_text(v, &at("serial_number"), &self.serial_number);
         let model = optional_text(v, &at("model"), &self.model);
         let firmware_version = optional_text(v, &at("firmware_version"), &self.firmware_version);
         let description = free_text(v, &at("description"), &self.description);
-        let position = self.position.unwrap_or_default().to_domain(&at("position"), v);
-        let bmcs: Vec<_> =
-            self.bmcs.iter().enumerate().map(|(i, b)| b.to_domain(&at(&format!("bmcs[{i}]")), v)).collect();
+        let position = self
+            .position
+            .unwrap_or_default()
+            .to_domain(&at("position"), v);
+        let bmcs: Vec<_> = self
+            .bmcs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b.to_domain(&at(&format!("bmcs[{i}]")), v))
+            .collect();
         Some(NewComponent {
             rack_id: self.rack_id,
             kind: self.kind.into(),
@@ -131,7 +145,10 @@ pub struct ComponentWithRackDoc {
 
 impl From<(Component, Option<Rack>)> for ComponentWithRackDoc {
     fn from((component, rack): (Component, Option<Rack>)) -> Self {
-        Self { component: component.into(), rack: rack.map(Into::into) }
+        Self {
+            component: component.into(),
+            rack: rack.map(Into::into),
+        }
     }
 }
 
@@ -179,18 +196,35 @@ pub struct ComponentPatchInput {
 impl ComponentPatchInput {
     pub fn into_domain(self) -> Result<ComponentPatch> {
         let mut v = Violations::default();
-        let name = self.name.as_deref().map(|n| required_text(&mut v, "name", n));
-        let opt = |v: &mut Violations, f: &str, x: &Option<Option<String>>| x.as_ref().map(|inner| optional_text(v, f, inner));
+        let name = self
+            .name
+            .as_deref()
+            .map(|n| required_text(&mut v, "name", n));
+        let opt = |v: &mut Violations, f: &str, x: &Option<Option<String>>| {
+            x.as_ref().map(|inner| optional_text(v, f, inner))
+        };
         let model = opt(&mut v, "model", &self.model);
         let firmware_version = opt(&mut v, "firmware_version", &self.firmware_version);
-        let description = self.description.as_ref().map(|d| free_text(&mut v, "description", d));
+        let description = self
+            .description
+            .as_ref()
+            .map(|d| free_text(&mut v, "description", d));
         let position = self.position.unwrap_or_default();
-        for (field, value) in [("slot_id", position.slot_id), ("tray_idx", position.tray_idx), ("host_id", position.host_id)] {
+        for (field, value) in [
+            ("slot_id", position.slot_id),
+            ("tray_idx", position.tray_idx),
+            ("host_id", position.host_id),
+        ] {
             if value.flatten().is_some_and(|n| n < 0) {
                 v.push(format!("position.{field}"), "must not be negative");
             }
         }
-        let bmcs: Vec<_> = self.bmcs.iter().enumerate().map(|(i, b)| b.to_domain(&format!("bmcs[{i}]"), &mut v)).collect();
+        let bmcs: Vec<_> = self
+            .bmcs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b.to_domain(&format!("bmcs[{i}]"), &mut v))
+            .collect();
         v.finish()?;
         Ok(ComponentPatch {
             name,

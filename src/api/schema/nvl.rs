@@ -26,7 +26,11 @@ pub struct NvlDomainDoc {
 
 impl From<NvlDomain> for NvlDomainDoc {
     fn from(d: NvlDomain) -> Self {
-        Self { id: d.id, name: d.name, created_at: d.created_at }
+        Self {
+            id: d.id,
+            name: d.name,
+            created_at: d.created_at,
+        }
     }
 }
 

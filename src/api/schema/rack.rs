@@ -58,10 +58,21 @@ impl CreateRackRequest {
         let serial_number = required_text(&mut v, "serial_number", &self.serial_number);
         let model = optional_text(&mut v, "model", &self.model);
         let description = free_text(&mut v, "description", &self.description);
-        let location = self.location.unwrap_or_default().to_domain("location", &mut v);
+        let location = self
+            .location
+            .unwrap_or_default()
+            .to_domain("location", &mut v);
         let components = components_to_domain(&self.components, &mut v);
         v.finish()?;
-        Ok(NewRack { name, manufacturer, serial_number, model, description, location, components: components? })
+        Ok(NewRack {
+            name,
+            manufacturer,
+            serial_number,
+            model,
+            description,
+            location,
+            components: components?,
+        })
     }
 }
 
@@ -74,13 +85,20 @@ fn components_to_domain(
     for (i, c) in inputs.iter().enumerate() {
         let path = format!("components[{i}]");
         if c.rack_id.is_some() {
-            v.push(format!("{path}.rack_id"), "not allowed inside a rack: the component goes into this rack");
+            v.push(
+                format!("{path}.rack_id"),
+                "not allowed inside a rack: the component goes into this rack",
+            );
         }
         if let Some(component) = c.to_domain(&path, v) {
             out.push(component);
         }
     }
-    if out.len() == inputs.len() { Ok(out) } else { Err(Error::Internal("component failed validation".into())) }
+    if out.len() == inputs.len() {
+        Ok(out)
+    } else {
+        Err(Error::Internal("component failed validation".into()))
+    }
 }
 
 /// A stored rack.
@@ -117,7 +135,9 @@ impl From<Rack> for RackDoc {
             revision: r.revision,
             created_at: r.created_at,
             updated_at: r.updated_at,
-            components: r.components.map(|cs| cs.into_iter().map(Into::into).collect()),
+            components: r
+                .components
+                .map(|cs| cs.into_iter().map(Into::into).collect()),
         }
     }
 }
@@ -162,16 +182,41 @@ pub struct RackPatchInput {
 impl RackPatchInput {
     pub fn into_domain(self) -> Result<RackPatch> {
         let mut v = Violations::default();
-        let name = self.name.as_deref().map(|n| required_text(&mut v, "name", n));
-        let model = self.model.as_ref().map(|m| optional_text(&mut v, "model", m));
-        let description = self.description.as_ref().map(|d| free_text(&mut v, "description", d));
+        let name = self
+            .name
+            .as_deref()
+            .map(|n| required_text(&mut v, "name", n));
+        let model = self
+            .model
+            .as_ref()
+            .map(|m| optional_text(&mut v, "model", m));
+        let description = self
+            .description
+            .as_ref()
+            .map(|d| free_text(&mut v, "description", d));
         let loc = self.location.unwrap_or_default();
-        let mut text = |field: &str, x: &Option<Option<String>>| x.as_ref().map(|inner| optional_text(&mut v, &format!("location.{field}"), inner));
-        let (region, datacenter, room, position) =
-            (text("region", &loc.region), text("datacenter", &loc.datacenter), text("room", &loc.room), text("position", &loc.position));
+        let mut text = |field: &str, x: &Option<Option<String>>| {
+            x.as_ref()
+                .map(|inner| optional_text(&mut v, &format!("location.{field}"), inner))
+        };
+        let (region, datacenter, room, position) = (
+            text("region", &loc.region),
+            text("datacenter", &loc.datacenter),
+            text("room", &loc.room),
+            text("position", &loc.position),
+        );
         let components = components_to_domain(&self.components, &mut v);
         v.finish()?;
-        Ok(RackPatch { name, model, description, region, datacenter, room, position, components: components? })
+        Ok(RackPatch {
+            name,
+            model,
+            description,
+            region,
+            datacenter,
+            room,
+            position,
+            components: components?,
+        })
     }
 }
 
@@ -207,7 +252,11 @@ impl From<PatchReport> for PatchReportDoc {
                     manufacturer: c.manufacturer,
                     serial_number: c.serial_number,
                     result: c.change.as_str().into(),
-                    bmcs: c.bmcs.into_iter().map(|(mac, ch)| (mac, ch.as_str().into())).collect(),
+                    bmcs: c
+                        .bmcs
+                        .into_iter()
+                        .map(|(mac, ch)| (mac, ch.as_str().into()))
+                        .collect(),
                 })
                 .collect(),
         }
