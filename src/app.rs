@@ -6,6 +6,8 @@ use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::DatabaseConnection;
 
 use crate::config::Config;
+use crate::tasks::engine::{DisabledEngine, WorkflowEngine};
+use crate::tasks::TaskService;
 
 /// Where "now" comes from, so tests and replays can pin time.
 pub trait Clock: Send + Sync {
@@ -32,15 +34,32 @@ pub struct AppInner {
     pub db: DatabaseConnection,
     pub config: Config,
     pub clock: Arc<dyn Clock>,
+    pub tasks: Arc<TaskService>,
 }
 
 impl AppState {
+    /// State without a workflow engine: the inventory works, operations answer 503.
     pub fn new(db: DatabaseConnection, config: Config) -> Self {
-        Self::with_clock(db, config, Arc::new(SystemClock))
+        Self::with_engine(db, config, Arc::new(DisabledEngine))
     }
 
-    pub fn with_clock(db: DatabaseConnection, config: Config, clock: Arc<dyn Clock>) -> Self {
-        Self(Arc::new(AppInner { db, config, clock }))
+    pub fn with_engine(db: DatabaseConnection, config: Config, engine: Arc<dyn WorkflowEngine>) -> Self {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let tasks = Arc::new(TaskService::new(db.clone(), engine, clock.clone()));
+        Self(Arc::new(AppInner { db, config, clock, tasks }))
+    }
+
+    pub fn tasks(&self) -> &TaskService {
+        &self.0.tasks
+    }
+
+    /// The shared task service, for the worker's activities.
+    pub fn task_service(&self) -> Arc<TaskService> {
+        self.0.tasks.clone()
+    }
+
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.0.clock.clone()
     }
 
     pub fn db(&self) -> &DatabaseConnection {

@@ -22,6 +22,14 @@ pub const ENV_VARS: &[&str] = &[
     "FLOW_TEMPORAL_NAMESPACE",
     "FLOW_TEMPORAL_TASK_QUEUE",
     "FLOW_PSM_URL",
+    "FLOW_PSM_TIMEOUT_SECS",
+    "FLOW_COMPONENT_MANAGERS",
+    "FLOW_SIM_LATENCY_MS",
+    "FLOW_SIM_FIRMWARE_SECS",
+    "FLOW_SIM_FAIL_SERIALS",
+    "FLOW_SIM_SLOW_SERIALS",
+    "FLOW_SIM_SLOW_MS",
+    "FLOW_SIM_FAILURE_RATE",
 ];
 
 /// The original service's variable names, still accepted for operators moving over.
@@ -38,7 +46,7 @@ pub const LEGACY_ENV_VARS: &[&str] = &[
 ];
 
 /// The whole configuration, loaded once at start-up.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub database_url: String,
@@ -56,6 +64,21 @@ pub struct Config {
     pub temporal_namespace: String,
     pub temporal_task_queue: String,
     pub psm_url: String,
+    /// Deadline of every PSM call.
+    pub psm_timeout_secs: u64,
+    /// Provider per component type, e.g. `powershelf=psm,nvswitch=sim,compute=sim`; empty = none.
+    pub component_managers: String,
+    /// Simulated devices (`sim` provider): delay of every call.
+    pub sim_latency_ms: u64,
+    /// Simulated time a firmware update takes.
+    pub sim_firmware_secs: u64,
+    /// Serial numbers whose every call is rejected.
+    pub sim_fail_serials: Vec<String>,
+    /// Serial numbers that answer `sim_slow_ms` later.
+    pub sim_slow_serials: Vec<String>,
+    pub sim_slow_ms: u64,
+    /// Share of calls (0..=1) that fail as unreachable, chosen reproducibly.
+    pub sim_failure_rate: f64,
 }
 
 impl Default for Config {
@@ -73,6 +96,14 @@ impl Default for Config {
             temporal_namespace: "flow".into(),
             temporal_task_queue: "flow".into(),
             psm_url: "http://localhost:50052".into(),
+            psm_timeout_secs: 30,
+            component_managers: String::new(),
+            sim_latency_ms: 200,
+            sim_firmware_secs: 5,
+            sim_fail_serials: Vec::new(),
+            sim_slow_serials: Vec::new(),
+            sim_slow_ms: 2000,
+            sim_failure_rate: 0.0,
         }
     }
 }
@@ -92,6 +123,14 @@ impl fmt::Debug for Config {
             .field("temporal_namespace", &self.temporal_namespace)
             .field("temporal_task_queue", &self.temporal_task_queue)
             .field("psm_url", &self.psm_url)
+            .field("psm_timeout_secs", &self.psm_timeout_secs)
+            .field("component_managers", &self.component_managers)
+            .field("sim_latency_ms", &self.sim_latency_ms)
+            .field("sim_firmware_secs", &self.sim_firmware_secs)
+            .field("sim_fail_serials", &self.sim_fail_serials)
+            .field("sim_slow_serials", &self.sim_slow_serials)
+            .field("sim_slow_ms", &self.sim_slow_ms)
+            .field("sim_failure_rate", &self.sim_failure_rate)
             .finish()
     }
 }
@@ -134,6 +173,7 @@ impl Config {
         };
         config.apply_legacy(env)?;
         config.apply_env(env)?;
+        config.validate()?;
         Ok(config)
     }
 
@@ -183,6 +223,62 @@ impl Config {
             if let Some(v) = get(key) {
                 *field = v.clone();
             }
+        }
+        self.apply_component_env(env)
+    }
+
+    /// Component managers and the simulator. An empty `FLOW_COMPONENT_MANAGERS` is a value (no
+    /// managers), unlike the other variables where empty means unset.
+    fn apply_component_env(&mut self, env: &HashMap<String, String>) -> Result<(), ConfigError> {
+        let get = |k: &str| env.get(k).filter(|v| !v.is_empty());
+        if let Some(v) = env.get("FLOW_COMPONENT_MANAGERS") {
+            self.component_managers = v.clone();
+        }
+        if let Some(v) = get("FLOW_PSM_TIMEOUT_SECS") {
+            self.psm_timeout_secs = parse("FLOW_PSM_TIMEOUT_SECS", v)?;
+        }
+        for (key, field) in [
+            ("FLOW_SIM_LATENCY_MS", &mut self.sim_latency_ms),
+            ("FLOW_SIM_FIRMWARE_SECS", &mut self.sim_firmware_secs),
+            ("FLOW_SIM_SLOW_MS", &mut self.sim_slow_ms),
+        ] {
+            if let Some(v) = get(key) {
+                *field = parse(key, v)?;
+            }
+        }
+        for (key, field) in [
+            ("FLOW_SIM_FAIL_SERIALS", &mut self.sim_fail_serials),
+            ("FLOW_SIM_SLOW_SERIALS", &mut self.sim_slow_serials),
+        ] {
+            if let Some(v) = env.get(key) {
+                *field = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+            }
+        }
+        if let Some(v) = get("FLOW_SIM_FAILURE_RATE") {
+            self.sim_failure_rate = parse("FLOW_SIM_FAILURE_RATE", v)?;
+        }
+        Ok(())
+    }
+
+    /// Checks values wherever they came from (file or variables), naming the variable.
+    fn validate(&self) -> Result<(), ConfigError> {
+        crate::components::registry::parse_spec(&self.component_managers)
+            .map_err(|e| ConfigError(format!("FLOW_COMPONENT_MANAGERS: {e}")))?;
+        if self.psm_timeout_secs == 0 {
+            return Err(ConfigError(
+                "FLOW_PSM_TIMEOUT_SECS must be at least 1".into(),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.sim_failure_rate) {
+            return Err(ConfigError(format!(
+                "FLOW_SIM_FAILURE_RATE must be between 0 and 1, not {}",
+                self.sim_failure_rate
+            )));
         }
         Ok(())
     }
@@ -269,7 +365,74 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_variable() {
-        let err = Config::load(&env(&[("FLOW_LISTEN", "nope")])).unwrap_err();
-        assert!(err.to_string().contains("FLOW_LISTEN"), "{err}");
+        for (key, value) in [
+            ("FLOW_LISTEN", "nope"),
+            ("FLOW_COMPONENT_MANAGERS", "compute=nico"),
+            ("FLOW_COMPONENT_MANAGERS", "gpu=sim"),
+            ("FLOW_PSM_TIMEOUT_SECS", "soon"),
+            ("FLOW_PSM_TIMEOUT_SECS", "0"),
+            ("FLOW_SIM_LATENCY_MS", "-1"),
+            ("FLOW_SIM_FIRMWARE_SECS", "5s"),
+            ("FLOW_SIM_SLOW_MS", "x"),
+            ("FLOW_SIM_FAILURE_RATE", "1.5"),
+            ("FLOW_SIM_FAILURE_RATE", "NaN"),
+            ("FLOW_SIM_FAILURE_RATE", "often"),
+        ] {
+            let err = Config::load(&env(&[(key, value)])).unwrap_err();
+            assert!(err.to_string().contains(key), "{key}={value}: {err}");
+        }
+    }
+
+    #[test]
+    fn component_and_simulator_settings_come_from_variables() {
+        let c = Config::load(&env(&[])).unwrap();
+        assert_eq!(c.component_managers, "");
+        assert_eq!(
+            (c.psm_timeout_secs, c.sim_latency_ms, c.sim_firmware_secs),
+            (30, 200, 5)
+        );
+        assert_eq!((c.sim_slow_ms, c.sim_failure_rate), (2000, 0.0));
+        let c = Config::load(&env(&[
+            ("FLOW_COMPONENT_MANAGERS", "powershelf=psm,compute=sim"),
+            ("FLOW_PSM_TIMEOUT_SECS", "45"),
+            ("FLOW_SIM_LATENCY_MS", "0"),
+            ("FLOW_SIM_FIRMWARE_SECS", "1"),
+            ("FLOW_SIM_FAIL_SERIALS", "SN1, SN2,"),
+            ("FLOW_SIM_SLOW_SERIALS", "SN3"),
+            ("FLOW_SIM_SLOW_MS", "10"),
+            ("FLOW_SIM_FAILURE_RATE", "0.25"),
+        ]))
+        .unwrap();
+        assert_eq!(c.component_managers, "powershelf=psm,compute=sim");
+        assert_eq!(
+            (c.psm_timeout_secs, c.sim_latency_ms, c.sim_firmware_secs),
+            (45, 0, 1)
+        );
+        assert_eq!(c.sim_fail_serials, ["SN1", "SN2"]);
+        assert_eq!(c.sim_slow_serials, ["SN3"]);
+        assert_eq!((c.sim_slow_ms, c.sim_failure_rate), (10, 0.25));
+    }
+
+    #[test]
+    fn the_config_file_takes_component_settings_and_rejects_unknown_keys() {
+        let dir = std::env::temp_dir().join(format!("flow-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.toml");
+        std::fs::write(
+            &good,
+            "component_managers = \"nvswitch=sim\"\nsim_fail_serials = [\"SN9\"]\nsim_failure_rate = 0.5\n",
+        )
+        .unwrap();
+        let c = Config::load(&env(&[("FLOW_CONFIG", good.to_str().unwrap())])).unwrap();
+        assert_eq!(c.component_managers, "nvswitch=sim");
+        assert_eq!(c.sim_fail_serials, ["SN9"]);
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, "component_manager = \"nvswitch=sim\"\n").unwrap();
+        assert!(Config::load(&env(&[("FLOW_CONFIG", bad.to_str().unwrap())])).is_err());
+        let invalid = dir.join("invalid.toml");
+        std::fs::write(&invalid, "component_managers = \"nvswitch=nsm\"\n").unwrap();
+        let err = Config::load(&env(&[("FLOW_CONFIG", invalid.to_str().unwrap())])).unwrap_err();
+        assert!(err.to_string().contains("FLOW_COMPONENT_MANAGERS"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

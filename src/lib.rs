@@ -11,8 +11,15 @@
 
 pub mod api;
 pub mod app;
+pub mod clients;
+pub mod components;
 pub mod config;
 pub mod db;
+pub mod dev;
 pub mod error;
 pub mod inventory;
+pub mod operations;
+pub mod service;
+pub mod tasks;
 pub mod telemetry;
+pub mod workflows;

@@ -5,7 +5,8 @@ use std::io::Write;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use flow::config::Config;
-use flow::{api, app::AppState, db, telemetry};
+use flow::service::{self, Roles};
+use flow::{api, db, dev, telemetry};
 use migration::{Migrator, MigratorTrait};
 
 #[derive(Parser)]
@@ -21,12 +22,21 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the REST API (migrating the database first unless FLOW_MIGRATE_ON_START=false).
+    /// Serve the REST API and run the Temporal worker (migrating the database first unless
+    /// FLOW_MIGRATE_ON_START=false).
     Serve {
         /// Debug logging and permissive CORS.
         #[arg(long)]
         dev_mode: bool,
+        /// Serve the API only; run workers separately with `flow worker`.
+        #[arg(long)]
+        no_worker: bool,
     },
+    /// Run only the Temporal worker (and task reconciliation): scale out with several.
+    Worker,
+    /// Local all-in-one: SQLite, simulated devices, API and worker on 127.0.0.1:8080, and a
+    /// Temporal dev server child (state in .flow/) when none answers.
+    Dev,
     /// Database administration.
     Db {
         #[command(subcommand)]
@@ -78,46 +88,30 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Serve { dev_mode } => {
+        Command::Serve { dev_mode, no_worker } => {
             if dev_mode {
                 config.dev_mode = true;
                 if config.log == "info" {
-                    config.log = "debug,sqlx=warn,hyper=info,h2=info".into();
+                    config.log = "debug,sqlx=warn,hyper=info,h2=info,tonic=info,temporalio_sdk_core=info".into();
                 }
             }
-            serve(config).await
+            run(config, Roles { api: true, worker: !no_worker }).await
+        }
+        Command::Worker => run(config, Roles { api: false, worker: true }).await,
+        Command::Dev => {
+            dev::apply_defaults(&mut config, &std::env::vars().collect());
+            telemetry::init(&config.log, &config.log_format);
+            tracing::info!(?config, "starting flow dev");
+            // No context added: each dev error already says what to do.
+            Ok(dev::run(config, shutdown_signal()).await?)
         }
     }
 }
 
-async fn serve(config: Config) -> anyhow::Result<()> {
+async fn run(config: Config, roles: Roles) -> anyhow::Result<()> {
     telemetry::init(&config.log, &config.log_format);
-    tracing::info!(?config, "starting flow");
-    let conn = db::connect(&db::DbOptions::new(&config.database_url))
-        .await
-        .context("connecting to the database")?;
-    if config.migrate_on_start {
-        db::migrate(&conn).await.context("migrating the database")?;
-    }
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
-    let addr = listener.local_addr()?;
-    tracing::info!(%addr, "listening; Swagger UI at http://{}/swagger-ui/", display_addr(addr));
-    let app = api::router(AppState::new(conn, config));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
-    Ok(())
-}
-
-/// `0.0.0.0` is where we listen, not where a browser should go.
-fn display_addr(addr: std::net::SocketAddr) -> String {
-    if addr.ip().is_unspecified() {
-        format!("localhost:{}", addr.port())
-    } else {
-        addr.to_string()
-    }
+    tracing::info!(?config, ?roles, "starting flow");
+    service::run(config, roles, shutdown_signal()).await.context("flow stopped")
 }
 
 async fn shutdown_signal() {

@@ -3,6 +3,7 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m20260101_000001_create_inventory;
+mod m20260201_000002_create_tasks;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -11,6 +12,9 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20260101_000001_create_inventory::Migration)]
+        vec![
+            Box::new(m20260101_000001_create_inventory::Migration),
+            Box::new(m20260201_000002_create_tasks::Migration),
+        ]
     }
 }

@@ -4,10 +4,12 @@ pub mod components;
 pub mod extract;
 pub mod nvl_domains;
 pub mod openapi;
+pub mod operations;
 pub mod problem;
 pub mod racks;
 pub mod schema;
 pub mod system;
+pub mod tasks;
 
 use std::time::Duration;
 
@@ -33,6 +35,8 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(racks::routes())
         .merge(components::routes())
         .merge(nvl_domains::routes())
+        .merge(operations::routes())
+        .merge(tasks::routes())
         .merge(system::routes())
 }
 

@@ -5,6 +5,8 @@ use utoipa::OpenApi;
 pub const RACKS: &str = "racks";
 pub const COMPONENTS: &str = "components";
 pub const NVL_DOMAINS: &str = "nvl-domains";
+pub const OPERATIONS: &str = "operations";
+pub const TASKS: &str = "tasks";
 pub const SYSTEM: &str = "system";
 
 #[derive(OpenApi)]
@@ -20,6 +22,8 @@ and rack-level operations on them. Errors are RFC 9457 `application/problem+json
         (name = RACKS, description = "Expected racks and what they contain"),
         (name = COMPONENTS, description = "Trays, switches, power shelves and other devices, with their BMCs"),
         (name = NVL_DOMAINS, description = "NVLink domains and the racks they join"),
+        (name = OPERATIONS, description = "Power, firmware, bring-up and ingest: one task per rack, run as a durable workflow"),
+        (name = TASKS, description = "Tasks, their per-component reports, cancellation and live events"),
         (name = SYSTEM, description = "Version, liveness and readiness"),
     )
 )]

@@ -8,5 +8,5 @@ pub mod model;
 pub mod nvl;
 pub mod query;
 pub mod racks;
-mod rows;
+pub(crate) mod rows;
 mod uniqueness;

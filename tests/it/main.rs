@@ -10,5 +10,7 @@ mod api_bad_input;
 mod api_components;
 mod api_nvl_domains;
 mod api_racks;
+mod components;
 mod migrations;
+mod operations;
 mod service;

@@ -5,3 +5,5 @@ pub mod common;
 pub mod component;
 pub mod nvl;
 pub mod rack;
+pub mod operation;
+pub mod task;

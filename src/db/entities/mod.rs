@@ -2,5 +2,9 @@
 
 pub mod bmcs;
 pub mod components;
+pub mod leases;
 pub mod nvl_domains;
+pub mod operation_requests;
 pub mod racks;
+pub mod task_steps;
+pub mod tasks;

@@ -1,6 +1,8 @@
 //! Test harness: a `TestApp` on a fresh PostgreSQL schema or SQLite file, driven through HTTP.
 
 pub mod fixtures;
+pub mod ops;
+pub mod psm;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,270 @@
+//! Operation request and response bodies, and their translation into an operation spec.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::common::ComponentTypeDoc;
+use crate::components::FirmwareRequest;
+use crate::error::{Error, Result, Violations};
+use crate::inventory::model::ComponentType;
+use crate::operations::model::{
+    ComponentTarget, ConflictStrategy, DEFAULT_QUEUE_TIMEOUT_SECS, Operation, OperationSpec, RackRef, RackTarget, TargetSpec,
+};
+use crate::tasks::service::Submission;
+
+/// Which components an operation touches: either whole racks (optionally only some component
+/// types) or single components. Exactly one of `racks` and `components`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"racks": [{"name": "g10"}, {"name": "g11", "component_types": ["compute"]}]}))]
+pub struct TargetSpecDoc {
+    pub racks: Option<Vec<RackTargetDoc>>,
+    pub components: Option<Vec<ComponentTargetDoc>>,
+}
+
+/// A rack by id or name; `component_types` narrows it (empty = all).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RackTargetDoc {
+    pub id: Option<Uuid>,
+    pub name: Option<String>,
+    #[serde(default)]
+    pub component_types: Vec<ComponentTypeDoc>,
+}
+
+/// A component by Flow id, or by its id in its manager.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentTargetDoc {
+    pub id: Option<Uuid>,
+    pub external: Option<ExternalRefDoc>,
+}
+
+/// A component's id in the manager of its type.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalRefDoc {
+    #[serde(rename = "type")]
+    pub kind: ComponentTypeDoc,
+    pub id: String,
+}
+
+/// `reject` (default) refuses a rack busy with a conflicting task; `queue` waits for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ConflictStrategyDoc {
+    #[default]
+    Reject,
+    Queue,
+}
+
+impl TargetSpecDoc {
+    fn to_domain(&self, v: &mut Violations) -> TargetSpec {
+        match (&self.racks, &self.components) {
+            (Some(racks), None) => TargetSpec::Racks(
+                racks
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, r)| {
+                        let rack = match (r.id, r.name.as_deref().map(str::trim).filter(|n| !n.is_empty())) {
+                            (Some(id), None) => RackRef::Id(id),
+                            (None, Some(name)) => RackRef::Name(name.to_string()),
+                            _ => {
+                                v.push(format!("target_spec.racks[{i}]"), "give exactly one of id or name");
+                                return None;
+                            }
+                        };
+                        let component_types = r.component_types.iter().map(|t| ComponentType::from(*t)).collect();
+                        Some(RackTarget { rack, component_types })
+                    })
+                    .collect(),
+            ),
+            (None, Some(components)) => TargetSpec::Components(
+                components
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| match (c.id, &c.external) {
+                        (Some(id), None) => Some(ComponentTarget::Id(id)),
+                        (None, Some(ext)) => Some(ComponentTarget::External { kind: ext.kind.into(), id: ext.id.trim().to_string() }),
+                        _ => {
+                            v.push(format!("target_spec.components[{i}]"), "give exactly one of id or external");
+                            None
+                        }
+                    })
+                    .collect(),
+            ),
+            (Some(_), Some(_)) => {
+                v.push("target_spec", "give racks or components, not both");
+                TargetSpec::Racks(Vec::new())
+            }
+            (None, None) => {
+                v.push("target_spec", "give racks or components");
+                TargetSpec::Racks(Vec::new())
+            }
+        }
+    }
+}
+
+/// Options every operation shares.
+pub struct Common<'a> {
+    pub target_spec: &'a TargetSpecDoc,
+    pub description: &'a Option<String>,
+    pub conflict_strategy: Option<ConflictStrategyDoc>,
+    pub queue_timeout_seconds: Option<u64>,
+}
+
+/// Builds and validates the spec; every problem is reported at once.
+pub fn build_spec(operation: Operation, common: Common<'_>, mut v: Violations) -> Result<OperationSpec> {
+    let targets = common.target_spec.to_domain(&mut v);
+    let spec = OperationSpec {
+        operation,
+        targets,
+        description: common.description.as_ref().map(|d| d.trim().to_string()).filter(|d| !d.is_empty()),
+        conflict_strategy: match common.conflict_strategy.unwrap_or_default() {
+            ConflictStrategyDoc::Reject => ConflictStrategy::Reject,
+            ConflictStrategyDoc::Queue => ConflictStrategy::Queue,
+        },
+        queue_timeout_secs: common.queue_timeout_seconds.unwrap_or(DEFAULT_QUEUE_TIMEOUT_SECS),
+    };
+    match spec.validate() {
+        Err(Error::Invalid(errors)) => {
+            for e in errors {
+                v.push(e.field, e.message);
+            }
+        }
+        Err(other) => return Err(other),
+        Ok(()) => {}
+    }
+    v.finish()?;
+    Ok(spec)
+}
+
+/// Power on racks or components: power shelves first, then NVSwitch trays, then compute trays,
+/// each stage verified before the next.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"target_spec": {"racks": [{"name": "g10"}]}, "description": "after maintenance", "conflict_strategy": "queue"}))]
+pub struct PowerOnRequest {
+    pub target_spec: TargetSpecDoc,
+    pub description: Option<String>,
+    pub conflict_strategy: Option<ConflictStrategyDoc>,
+    /// How long a queued task may wait (default 3600).
+    pub queue_timeout_seconds: Option<u64>,
+}
+
+/// Power off (compute, then NVSwitch, then power shelves) or, with `forced`, force it off.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"target_spec": {"racks": [{"name": "g10"}]}, "forced": false}))]
+pub struct PowerOffRequest {
+    pub target_spec: TargetSpecDoc,
+    #[serde(default)]
+    pub forced: bool,
+    pub description: Option<String>,
+    pub conflict_strategy: Option<ConflictStrategyDoc>,
+    pub queue_timeout_seconds: Option<u64>,
+}
+
+/// Firmware versions: one string for every component type, or an object keyed by type.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum TargetVersionDoc {
+    One(String),
+    PerType(std::collections::BTreeMap<String, String>),
+}
+
+/// Upgrade firmware: compute trays, then NVSwitch trays, then power shelves; each device's
+/// update is started and polled until done.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"target_spec": {"racks": [{"name": "g10", "component_types": ["powershelf"]}]}, "target_version": {"powershelf": "1.4.2"}, "sub_targets": ["pmc"]}))]
+pub struct FirmwareUpgradeRequest {
+    pub target_spec: TargetSpecDoc,
+    /// Absent: each manager installs the site's desired version.
+    pub target_version: Option<TargetVersionDoc>,
+    /// Firmware parts to update (`pmc`, `psu`, `bmc`, `cpld`, `bios`, `nvos`); empty = default.
+    #[serde(default)]
+    pub sub_targets: Vec<String>,
+    pub start_time: Option<DateTime<Utc>>,
+    pub end_time: Option<DateTime<Utc>>,
+    pub description: Option<String>,
+    pub conflict_strategy: Option<ConflictStrategyDoc>,
+    pub queue_timeout_seconds: Option<u64>,
+}
+
+impl FirmwareUpgradeRequest {
+    /// The firmware part of the operation, with the version normalised to text.
+    pub fn firmware(&self, v: &mut Violations) -> FirmwareRequest {
+        let target_version = match &self.target_version {
+            None => None,
+            Some(TargetVersionDoc::One(s)) if s.trim().is_empty() => None,
+            Some(TargetVersionDoc::One(s)) => Some(s.trim().to_string()),
+            Some(TargetVersionDoc::PerType(map)) => {
+                let mut normalised = serde_json::Map::new();
+                for (key, version) in map {
+                    match ComponentType::parse(key) {
+                        Some(kind) => {
+                            normalised.insert(kind.as_str().to_string(), serde_json::Value::String(version.clone()));
+                        }
+                        None => v.push(format!("target_version.{key}"), "not a component type"),
+                    }
+                }
+                Some(serde_json::Value::Object(normalised).to_string())
+            }
+        };
+        let mut sub_targets = Vec::new();
+        for (i, part) in self.sub_targets.iter().enumerate() {
+            let part = part.trim().to_lowercase();
+            if ["pmc", "psu", "bmc", "cpld", "bios", "nvos"].contains(&part.as_str()) {
+                sub_targets.push(part);
+            } else {
+                v.push(format!("sub_targets[{i}]"), "expected one of pmc, psu, bmc, cpld, bios, nvos");
+            }
+        }
+        FirmwareRequest { target_version, sub_targets }
+    }
+}
+
+/// Bring-up or ingest of racks: always refused while a conflicting task runs.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"target_spec": {"racks": [{"name": "g10"}]}, "description": "new rack"}))]
+pub struct RackJobRequest {
+    pub target_spec: TargetSpecDoc,
+    pub description: Option<String>,
+}
+
+/// A rack refused by a submission.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RejectionDoc {
+    pub rack_id: Uuid,
+    pub rack_name: String,
+    /// `rack_busy`, `queue_full` or `no_components`.
+    pub code: String,
+    pub reason: String,
+}
+
+/// The tasks an operation request created (one per rack) and the racks it refused.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({"request_id": "0192f3a0-0000-7000-8000-0000000000aa", "task_ids": ["0192f3a0-0000-7000-8000-0000000000ab"], "rejected": []}))]
+pub struct SubmissionDoc {
+    pub request_id: Uuid,
+    pub task_ids: Vec<Uuid>,
+    pub rejected: Vec<RejectionDoc>,
+}
+
+impl From<Submission> for SubmissionDoc {
+    fn from(s: Submission) -> Self {
+        Self {
+            request_id: s.request_id,
+            task_ids: s.task_ids,
+            rejected: s
+                .rejected
+                .into_iter()
+                .map(|r| RejectionDoc { rack_id: r.rack_id, rack_name: r.rack_name, code: r.code, reason: r.reason })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Task response bodies: the task and its per-stage, per-component report.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::common::ComponentTypeDoc;
+use crate::tasks::model::{StepRecord, Task, TaskStatus};
+use crate::tasks::report::StageReport;
+
+/// Task status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatusDoc {
+    Pending,
+    Waiting,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl From<TaskStatus> for TaskStatusDoc {
+    fn from(s: TaskStatus) -> Self {
+        match s {
+            TaskStatus::Pending => Self::Pending,
+            TaskStatus::Waiting => Self::Waiting,
+            TaskStatus::Running => Self::Running,
+            TaskStatus::Succeeded => Self::Succeeded,
+            TaskStatus::Failed => Self::Failed,
+            TaskStatus::Cancelled => Self::Cancelled,
+        }
+    }
+}
+
+/// One line of a component's step log.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StepEventDoc {
+    pub at: DateTime<Utc>,
+    pub message: String,
+}
+
+/// One component's step in a stage.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ComponentStepDoc {
+    pub component_id: Uuid,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: ComponentTypeDoc,
+    /// `pending`, `running`, `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+    pub attempts: u32,
+    pub error: Option<String>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub events: Vec<StepEventDoc>,
+}
+
+impl From<StepRecord> for ComponentStepDoc {
+    fn from(s: StepRecord) -> Self {
+        Self {
+            component_id: s.component_id,
+            name: s.name,
+            kind: s.kind.into(),
+            status: s.status.as_str().into(),
+            attempts: s.attempts,
+            error: s.error,
+            started_at: s.started_at,
+            finished_at: s.finished_at,
+            events: s.events.into_iter().map(|e| StepEventDoc { at: e.at, message: e.message }).collect(),
+        }
+    }
+}
+
+/// One stage of a task: one component type, one action.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StageDoc {
+    pub number: u32,
+    pub name: String,
+    pub component_type: ComponentTypeDoc,
+    pub action: String,
+    pub max_parallel: u32,
+    /// `pending`, `running`, `succeeded`, `failed` or `cancelled`, from its components.
+    pub status: String,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub components: Vec<ComponentStepDoc>,
+}
+
+impl From<StageReport> for StageDoc {
+    fn from(s: StageReport) -> Self {
+        Self {
+            number: s.number,
+            name: s.name,
+            component_type: s.kind.into(),
+            action: s.action,
+            max_parallel: s.max_parallel,
+            status: s.status.as_str().into(),
+            started_at: s.started_at,
+            finished_at: s.finished_at,
+            components: s.steps.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// A task: one rack's share of an operation request.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TaskDoc {
+    pub id: Uuid,
+    pub request_id: Uuid,
+    /// `power_on`, `power_off`, `force_power_off`, `restart`, `force_restart`, `upgrade`,
+    /// `bring_up` or `ingest`.
+    pub operation: String,
+    pub rack_id: Uuid,
+    pub component_ids: Vec<Uuid>,
+    pub description: Option<String>,
+    pub status: TaskStatusDoc,
+    pub message: String,
+    pub queue_expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Stages in order with each component's step; absent until the task is planned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<StageDoc>>,
+}
+
+impl TaskDoc {
+    pub fn new(task: Task, stages: Option<Vec<StageReport>>) -> Self {
+        Self {
+            id: task.id,
+            request_id: task.request_id,
+            operation: task.operation.code().into(),
+            rack_id: task.rack_id,
+            component_ids: task.components.iter().map(|c| c.id).collect(),
+            description: task.description,
+            status: task.status.into(),
+            message: task.message,
+            queue_expires_at: task.queue_expires_at,
+            created_at: task.created_at,
+            updated_at: task.updated_at,
+            started_at: task.started_at,
+            finished_at: task.finished_at,
+            stages: stages.map(|s| s.into_iter().map(Into::into).collect()),
+        }
+    }
+}
+
+impl From<Task> for TaskDoc {
+    fn from(task: Task) -> Self {
+        Self::new(task, None)
+    }
+}

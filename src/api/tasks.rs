@@ -1,0 +1,213 @@
+//! Task endpoints: list, read with the per-component report, cancel, and a live event stream.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::extract::{Query, uuid_param};
+use super::openapi::TASKS;
+use super::problem::{ApiResult, Problem};
+use super::schema::common::ListResponse;
+use super::schema::task::TaskDoc;
+use crate::app::AppState;
+use crate::error::{Error, Result, Violations};
+use crate::inventory::query::DEFAULT_LIMIT;
+use crate::tasks::model::TaskStatus;
+use crate::tasks::report;
+use crate::tasks::store::{self, TaskFilter};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_tasks))
+        .routes(routes!(get_task))
+        .routes(routes!(cancel_task))
+        .routes(routes!(task_events))
+        .routes(routes!(list_rack_tasks))
+}
+
+/// Query of `GET /v1/tasks`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListTasksQuery {
+    pub rack_id: Option<uuid::Uuid>,
+    /// Tasks that target this component.
+    pub component_id: Option<uuid::Uuid>,
+    /// One status or a comma-separated list.
+    pub status: Option<String>,
+    /// Operation code, e.g. `power_on`.
+    pub operation: Option<String>,
+    /// The tasks of one operation request.
+    pub request_id: Option<uuid::Uuid>,
+    /// Only pending, waiting and running tasks.
+    #[serde(default)]
+    pub active_only: bool,
+    pub limit: Option<u64>,
+    pub cursor: Option<String>,
+}
+
+impl ListTasksQuery {
+    fn filter(&self) -> Result<TaskFilter> {
+        let mut v = Violations::default();
+        let mut statuses = Vec::new();
+        for raw in self.status.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
+            match TaskStatus::parse(&raw.to_lowercase()) {
+                Some(s) => statuses.push(s),
+                None => v.push("status", format!("unknown task status {raw:?}")),
+            }
+        }
+        if self.active_only {
+            let active = [TaskStatus::Pending, TaskStatus::Waiting, TaskStatus::Running];
+            statuses = if statuses.is_empty() { active.to_vec() } else { statuses.into_iter().filter(|s| active.contains(s)).collect() };
+            if statuses.is_empty() {
+                v.push("status", "active_only excludes every status given");
+            }
+        }
+        v.finish()?;
+        Ok(TaskFilter {
+            rack_id: self.rack_id,
+            component_id: self.component_id,
+            statuses,
+            operation: self.operation.clone(),
+            request_id: self.request_id,
+        })
+    }
+}
+
+async fn list(state: &AppState, q: &ListTasksQuery) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
+    let filter = q.filter()?;
+    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=crate::inventory::query::MAX_LIMIT).contains(&limit) {
+        return Err(Error::invalid("limit", "must be between 1 and 1000").into());
+    }
+    let page = store::list(state.db(), &filter, limit, q.cursor.as_deref()).await?;
+    Ok(axum::Json(ListResponse::from_page(page)))
+}
+
+/// List tasks
+///
+/// Tasks newest first, filtered by rack, component, status, operation or request; one page at
+/// a time. Items carry no stage report: read a task for that.
+#[utoipa::path(get, path = "/v1/tasks", tag = TASKS, params(ListTasksQuery),
+    responses(
+        (status = 200, description = "One page of tasks", body = ListResponse<TaskDoc>),
+        (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_tasks(State(state): State<AppState>, Query(q): Query<ListTasksQuery>) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
+    list(&state, &q).await
+}
+
+/// Query of `GET /v1/racks/{id}/tasks`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RackTasksQuery {
+    #[serde(default)]
+    pub active_only: bool,
+    pub limit: Option<u64>,
+    pub cursor: Option<String>,
+}
+
+/// List a rack's tasks
+///
+/// The rack's tasks, newest first (also after the rack was purged).
+#[utoipa::path(get, path = "/v1/racks/{id}/tasks", tag = TASKS, params(("id" = uuid::Uuid, Path, description = "Rack id"), RackTasksQuery),
+    responses(
+        (status = 200, description = "One page of tasks", body = ListResponse<TaskDoc>),
+        (status = 400, description = "Bad id, limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_rack_tasks(State(state): State<AppState>, Path(id): Path<String>, Query(q): Query<RackTasksQuery>) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
+    let rack_id = uuid_param("id", &id)?;
+    let q = ListTasksQuery { rack_id: Some(rack_id), active_only: q.active_only, limit: q.limit, cursor: q.cursor, ..Default::default() };
+    list(&state, &q).await
+}
+
+/// A task with its stage report.
+async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
+    let task = store::get(state.db(), id).await?;
+    let plan = store::plan(state.db(), id).await?;
+    let steps = store::steps(state.db(), id).await?;
+    Ok(TaskDoc::new(task, report::build(plan.as_ref(), steps)))
+}
+
+/// Get a task
+///
+/// The task with its report: each stage in order and, within it, each component's status,
+/// attempts, error, timings and step log.
+#[utoipa::path(get, path = "/v1/tasks/{id}", tag = TASKS, params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "The task", body = TaskDoc),
+        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn get_task(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<axum::Json<TaskDoc>> {
+    Ok(axum::Json(load(&state, uuid_param("id", &id)?).await?))
+}
+
+/// Cancel a task
+///
+/// A queued task is cancelled at once; a pending or running one has its workflow cancelled
+/// (devices in flight finish their current call). Cancelling a cancelled task is a no-op.
+#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = TASKS, params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "The cancelled task", body = TaskDoc),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The task already succeeded or failed (`code`: `not_cancellable`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn cancel_task(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<axum::Json<TaskDoc>> {
+    let id = uuid_param("id", &id)?;
+    state.tasks().cancel(id).await?;
+    Ok(axum::Json(load(&state, id).await?))
+}
+
+/// Follow a task
+///
+/// Server-Sent Events: a `task` event with the whole task (as `GET /v1/tasks/{id}` returns it)
+/// now and on every status or report change, until the task ends; then the stream closes.
+#[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = TASKS, params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "A stream of `task` events", content_type = "text/event-stream", body = TaskDoc),
+        (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn task_events(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
+    let id = uuid_param("id", &id)?;
+    store::get(state.db(), id).await?;
+    let stream = futures::stream::unfold((state, None, false), move |(state, seen, done)| async move {
+        if done {
+            return None;
+        }
+        let mut first = true;
+        loop {
+            if !first {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            first = false;
+            // The database is the source of truth, so every Flow replica can serve the stream.
+            let change = match store::last_change(state.db(), id).await {
+                Ok(c) => c,
+                Err(e) => return Some((Ok(Event::default().event("error").data(e.to_string())), (state, seen, true))),
+            };
+            if change.is_some() && change == seen {
+                continue;
+            }
+            let event = match load(&state, id).await {
+                Ok(doc) => {
+                    let ended = matches!(doc.status, super::schema::task::TaskStatusDoc::Succeeded | super::schema::task::TaskStatusDoc::Failed | super::schema::task::TaskStatusDoc::Cancelled);
+                    let data = serde_json::to_string(&doc).unwrap_or_default();
+                    return Some((Ok(Event::default().event("task").data(data)), (state, change, ended)));
+                }
+                Err(e) => Event::default().event("error").data(e.to_string()),
+            };
+            return Some((Ok(event), (state, seen, true)));
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}

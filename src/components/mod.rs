@@ -1,0 +1,171 @@
+//! Component managers: how Flow drives the devices of each component type.
+//!
+//! Each capability is a small trait (power control, power status, firmware, registration). A
+//! [`registry::Registry`] maps every component type to the providers configured for it
+//! (`FLOW_COMPONENT_MANAGERS`, e.g. `powershelf=psm,nvswitch=sim,compute=sim`). Providers live in
+//! [`providers`]; each reports failures per device, as a [`DeviceError`] that says whether a retry
+//! may help.
+
+pub mod providers;
+pub mod registry;
+
+use std::fmt;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::inventory::model::ComponentType;
+
+/// A device as a manager addresses it: the inventory facts a provider needs to find and drive it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Device {
+    pub component_id: Uuid,
+    pub kind: ComponentType,
+    pub name: String,
+    pub manufacturer: String,
+    pub model: Option<String>,
+    pub serial_number: String,
+    /// The device's id in its manager (NICo machine id, PMC MAC, ...), when known.
+    pub external_id: Option<String>,
+    /// MAC of the host BMC; for a power shelf this is its PMC, the address PSM knows it by.
+    pub bmc_mac: Option<String>,
+    pub bmc_ip: Option<String>,
+    /// Expected firmware version from the inventory.
+    pub firmware_version: Option<String>,
+    pub rack_id: Option<Uuid>,
+    pub rack_name: Option<String>,
+}
+
+/// Power operations, named as operators and the original API name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PowerOp {
+    On,
+    ForceOn,
+    Off,
+    ForceOff,
+    Restart,
+    ForceRestart,
+    WarmReset,
+    ColdReset,
+}
+
+impl PowerOp {
+    /// The power state a device settles in after this operation.
+    pub fn settles_to(self) -> DevicePower {
+        match self {
+            Self::Off | Self::ForceOff => DevicePower::Off,
+            _ => DevicePower::On,
+        }
+    }
+}
+
+/// A device's power as its manager reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DevicePower {
+    On,
+    Off,
+    Unknown,
+}
+
+/// What to install in a firmware update.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirmwareRequest {
+    /// Version to install; `None` lets the manager pick the site's desired version.
+    pub target_version: Option<String>,
+    /// Lower-case firmware parts (`pmc`, `psu`, `bmc`, `cpld`, `bios`, `nvos`); empty = the
+    /// manager's default set.
+    pub sub_targets: Vec<String>,
+}
+
+/// Progress of a firmware update on one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FirmwareState {
+    Unknown,
+    Queued,
+    InProgress,
+    Verifying,
+    Completed,
+    Failed,
+}
+
+/// A firmware status report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirmwareStatus {
+    pub state: FirmwareState,
+    /// Version the device runs now, when the manager says.
+    pub version: Option<String>,
+    /// The manager's error text for a failed update.
+    pub error: Option<String>,
+}
+
+/// Why a device call failed, and whether trying again can help.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum DeviceError {
+    /// The manager or device did not answer (timeout, connection refused, 5xx): retryable.
+    #[error("unreachable: {0}")]
+    Unreachable(String),
+    /// The manager answered and refused (bad argument, device fault): not retryable.
+    #[error("rejected: {0}")]
+    Rejected(String),
+    /// The configured manager cannot do this for this component type: not retryable.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+impl DeviceError {
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Unreachable(_))
+    }
+}
+
+/// Turns power on or off, or resets.
+#[async_trait]
+pub trait PowerControl: Send + Sync {
+    async fn set_power(&self, device: &Device, op: PowerOp) -> Result<(), DeviceError>;
+}
+
+/// Reads a device's power state.
+#[async_trait]
+pub trait PowerStatus: Send + Sync {
+    async fn power_status(&self, device: &Device) -> Result<DevicePower, DeviceError>;
+}
+
+/// Starts a firmware update (returning as soon as the manager accepted it) and reports progress.
+#[async_trait]
+pub trait FirmwareControl: Send + Sync {
+    async fn start_update(&self, device: &Device, request: &FirmwareRequest) -> Result<(), DeviceError>;
+    async fn update_status(&self, device: &Device) -> Result<FirmwareStatus, DeviceError>;
+}
+
+/// Registers a device with its manager (ingest), built from the inventory record.
+#[async_trait]
+pub trait Registration: Send + Sync {
+    async fn register(&self, device: &Device) -> Result<(), DeviceError>;
+}
+
+/// The providers configured for one component type; a missing capability is `None`.
+#[derive(Clone, Default)]
+pub struct ManagerSet {
+    /// Provider name (`sim`, `psm`), for messages.
+    pub name: String,
+    pub power: Option<std::sync::Arc<dyn PowerControl>>,
+    pub status: Option<std::sync::Arc<dyn PowerStatus>>,
+    pub firmware: Option<std::sync::Arc<dyn FirmwareControl>>,
+    pub registration: Option<std::sync::Arc<dyn Registration>>,
+}
+
+impl fmt::Debug for ManagerSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManagerSet")
+            .field("name", &self.name)
+            .field("power", &self.power.is_some())
+            .field("status", &self.status.is_some())
+            .field("firmware", &self.firmware.is_some())
+            .field("registration", &self.registration.is_some())
+            .finish()
+    }
+}

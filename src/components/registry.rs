@@ -1,0 +1,247 @@
+//! Which provider drives each component type, built once from `FLOW_COMPONENT_MANAGERS`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::components::ManagerSet;
+use crate::components::providers::{Providers, PsmManager, PsmSettings, SimConfig, SimDevices};
+use crate::config::Config;
+use crate::inventory::model::ComponentType;
+
+/// A provider name as it appears in the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    Sim,
+    Psm,
+}
+
+impl ProviderKind {
+    /// The spec spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sim => "sim",
+            Self::Psm => "psm",
+        }
+    }
+
+    /// Case-insensitive; `None` for providers Flow does not have.
+    pub fn parse(input: &str) -> Option<Self> {
+        match input.trim().to_ascii_lowercase().as_str() {
+            "sim" => Some(Self::Sim),
+            "psm" => Some(Self::Psm),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parses `powershelf=psm,nvswitch=sim,compute=sim` (empty = nothing configured), rejecting
+/// unknown types or providers, duplicates, and providers that cannot drive the type.
+pub fn parse_spec(spec: &str) -> Result<Vec<(ComponentType, ProviderKind)>, String> {
+    let mut entries: Vec<(ComponentType, ProviderKind)> = Vec::new();
+    for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bad = |why: String| format!("component manager entry {entry:?}: {why}");
+        let (kind, provider) = entry
+            .split_once('=')
+            .ok_or_else(|| bad("expected <type>=<provider>".into()))?;
+        let kind = ComponentType::parse(kind)
+            .ok_or_else(|| bad(format!("unknown component type {:?}", kind.trim())))?;
+        let provider = ProviderKind::parse(provider).ok_or_else(|| {
+            bad(format!(
+                "unknown provider {:?} (expected sim or psm)",
+                provider.trim()
+            ))
+        })?;
+        if provider == ProviderKind::Psm && kind != ComponentType::PowerShelf {
+            return Err(bad("psm drives power shelves only".into()));
+        }
+        if entries.iter().any(|(k, _)| *k == kind) {
+            return Err(bad(format!("{kind} is configured more than once")));
+        }
+        entries.push((kind, provider));
+    }
+    Ok(entries)
+}
+
+/// The manager set of every configured component type; types left out have no manager.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    sets: BTreeMap<ComponentType, ManagerSet>,
+}
+
+impl Registry {
+    /// A registry with no managers; add some with [`with`](Self::with).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds the providers the spec names. Nothing connects yet: a PSM that is down fails its
+    /// calls later, per device, instead of preventing start-up.
+    pub fn from_spec(spec: &str, providers: &Providers) -> Result<Self, String> {
+        let mut registry = Self::new();
+        let mut psm: Option<Arc<PsmManager>> = None;
+        for (kind, provider) in parse_spec(spec)? {
+            let set = match provider {
+                ProviderKind::Sim => sim_set(providers.sim.clone()),
+                ProviderKind::Psm => {
+                    let manager = match &psm {
+                        Some(m) => m.clone(),
+                        None => psm.insert(PsmManager::new(&providers.psm)?).clone(),
+                    };
+                    psm_set(manager)
+                }
+            };
+            registry.sets.insert(kind, set);
+        }
+        Ok(registry)
+    }
+
+    /// The registry `FLOW_COMPONENT_MANAGERS`, `FLOW_PSM_URL` and `FLOW_PSM_TIMEOUT_SECS` describe,
+    /// with `sim` entries on the given simulator (see [`sim_from_config`]).
+    pub fn from_config(config: &Config, sim: Arc<SimDevices>) -> Result<Self, String> {
+        let providers = Providers {
+            sim,
+            psm: PsmSettings {
+                url: config.psm_url.clone(),
+                timeout: Duration::from_secs(config.psm_timeout_secs),
+                pmc_credentials: None,
+            },
+        };
+        Self::from_spec(&config.component_managers, &providers)
+    }
+
+    /// Adds or replaces the managers of one type (tests use it to plug in fakes).
+    pub fn with(mut self, kind: ComponentType, set: ManagerSet) -> Self {
+        self.sets.insert(kind, set);
+        self
+    }
+
+    /// The managers for a component type, `None` when none is configured.
+    pub fn get(&self, kind: ComponentType) -> Option<&ManagerSet> {
+        self.sets.get(&kind)
+    }
+
+    /// Component type → provider name, for the start-up log.
+    pub fn describe(&self) -> BTreeMap<ComponentType, String> {
+        self.sets
+            .iter()
+            .map(|(kind, set)| (*kind, set.name.clone()))
+            .collect()
+    }
+
+    /// Whether no type has a manager.
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+}
+
+/// The simulator the `FLOW_SIM_*` settings describe, to share between the registry and whatever
+/// inspects it.
+pub fn sim_from_config(config: &Config) -> Arc<SimDevices> {
+    Arc::new(SimDevices::new(SimConfig::from_config(config)))
+}
+
+/// Every capability, served by the simulator.
+pub fn sim_set(sim: Arc<SimDevices>) -> ManagerSet {
+    ManagerSet {
+        name: ProviderKind::Sim.as_str().into(),
+        power: Some(sim.clone()),
+        status: Some(sim.clone()),
+        firmware: Some(sim.clone()),
+        registration: Some(sim),
+    }
+}
+
+/// Every capability, served by PSM.
+pub fn psm_set(psm: Arc<PsmManager>) -> ManagerSet {
+    ManagerSet {
+        name: ProviderKind::Psm.as_str().into(),
+        power: Some(psm.clone()),
+        status: Some(psm.clone()),
+        firmware: Some(psm.clone()),
+        registration: Some(psm),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn providers() -> Providers {
+        Providers {
+            sim: Arc::new(SimDevices::new(SimConfig::default())),
+            psm: PsmSettings {
+                url: "http://127.0.0.1:1".into(),
+                timeout: Duration::from_millis(100),
+                pmc_credentials: None,
+            },
+        }
+    }
+
+    #[test]
+    fn a_spec_maps_each_type_to_its_provider() {
+        let entries =
+            parse_spec(" powershelf=PSM, NVSwitch=sim ,COMPONENT_TYPE_COMPUTE=sim,").unwrap();
+        assert_eq!(
+            entries,
+            vec![
+                (ComponentType::PowerShelf, ProviderKind::Psm),
+                (ComponentType::NvSwitch, ProviderKind::Sim),
+                (ComponentType::Compute, ProviderKind::Sim),
+            ]
+        );
+        assert!(parse_spec("").unwrap().is_empty());
+        assert!(parse_spec(" , ").unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_entries_are_named_in_the_error() {
+        for (spec, entry, why) in [
+            ("compute=sim,gpu=sim", "gpu=sim", "unknown component type"),
+            ("compute=nico", "compute=nico", "unknown provider"),
+            ("compute", "compute", "expected <type>=<provider>"),
+            ("compute=sim,compute=sim", "compute=sim", "more than once"),
+            ("switch=sim,nvswitch=sim", "nvswitch=sim", "more than once"),
+            ("compute=psm", "compute=psm", "power shelves only"),
+        ] {
+            let err = parse_spec(spec).unwrap_err();
+            assert!(err.contains(&format!("{entry:?}")), "{spec}: {err}");
+            assert!(err.contains(why), "{spec}: {err}");
+        }
+    }
+
+    #[test]
+    fn from_spec_builds_sets_without_connecting_or_a_runtime() {
+        let registry =
+            Registry::from_spec("powershelf=psm,nvswitch=sim,compute=sim", &providers()).unwrap();
+        let described: Vec<_> = registry
+            .describe()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        assert_eq!(described, ["compute=sim", "nvswitch=sim", "powershelf=psm"]);
+        let shelf = registry.get(ComponentType::PowerShelf).unwrap();
+        assert!(shelf.power.is_some() && shelf.firmware.is_some() && shelf.registration.is_some());
+        assert!(registry.get(ComponentType::Cdu).is_none());
+    }
+
+    #[test]
+    fn an_unusable_psm_address_is_a_start_up_error() {
+        let mut providers = providers();
+        providers.psm.url = "http://bad host:50052".into();
+        let err = Registry::from_spec("powershelf=psm", &providers).unwrap_err();
+        assert!(err.contains("PSM address"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_spec_configures_nothing() {
+        assert!(Registry::from_spec("", &providers()).unwrap().is_empty());
+    }
+}

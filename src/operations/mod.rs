@@ -1,0 +1,7 @@
+//! Operations on racks: what an operator asked for (one spec per request), checked without I/O,
+//! and the stage plan each rack's workflow walks.
+
+pub mod model;
+pub mod plan;
+
+pub use model::{ConflictStrategy, Operation, OperationSpec, TargetSpec};

@@ -1,0 +1,228 @@
+//! Operation requests: the operation with its options, the targets, and how to treat a busy rack.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::components::{FirmwareRequest, PowerOp};
+use crate::error::{Result, Violations};
+use crate::inventory::model::ComponentType;
+
+/// What to do to the targeted components.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "operation", rename_all = "snake_case")]
+pub enum Operation {
+    PowerOn,
+    PowerOff { forced: bool },
+    PowerReset { forced: bool },
+    FirmwareUpgrade {
+        firmware: FirmwareRequest,
+        /// Window in which the update may run (managers that schedule updates honour it).
+        start_time: Option<DateTime<Utc>>,
+        end_time: Option<DateTime<Utc>>,
+    },
+    BringUp,
+    Ingest,
+}
+
+/// Task families; conflicts between tasks are decided per family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskType {
+    PowerControl,
+    FirmwareControl,
+    BringUp,
+}
+
+impl Operation {
+    /// Stable code stored with each task (`power_on`, `force_power_off`, `upgrade`, ...).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::PowerOn => "power_on",
+            Self::PowerOff { forced: false } => "power_off",
+            Self::PowerOff { forced: true } => "force_power_off",
+            Self::PowerReset { forced: false } => "restart",
+            Self::PowerReset { forced: true } => "force_restart",
+            Self::FirmwareUpgrade { .. } => "upgrade",
+            Self::BringUp => "bring_up",
+            Self::Ingest => "ingest",
+        }
+    }
+
+    pub fn task_type(&self) -> TaskType {
+        match self {
+            Self::PowerOn | Self::PowerOff { .. } | Self::PowerReset { .. } => TaskType::PowerControl,
+            Self::FirmwareUpgrade { .. } => TaskType::FirmwareControl,
+            Self::BringUp | Self::Ingest => TaskType::BringUp,
+        }
+    }
+
+    /// The single power operation of a plain power task.
+    pub fn power_op(&self) -> Option<PowerOp> {
+        match self {
+            Self::PowerOn => Some(PowerOp::On),
+            Self::PowerOff { forced: false } => Some(PowerOp::Off),
+            Self::PowerOff { forced: true } => Some(PowerOp::ForceOff),
+            _ => None,
+        }
+    }
+
+    /// Bring-up and ingest take the whole rack: they always reject on conflict.
+    pub fn may_queue(&self) -> bool {
+        self.task_type() != TaskType::BringUp
+    }
+}
+
+/// A rack named by id or name, optionally narrowed to some component types.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RackTarget {
+    pub rack: RackRef,
+    /// Empty means every component of the rack.
+    pub component_types: Vec<ComponentType>,
+}
+
+/// A rack reference as the caller gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RackRef {
+    Id(Uuid),
+    Name(String),
+}
+
+impl std::fmt::Display for RackRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Id(id) => write!(f, "{id}"),
+            Self::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// A component named by Flow id or by its id in its manager.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComponentTarget {
+    Id(Uuid),
+    External { kind: ComponentType, id: String },
+}
+
+/// Which components an operation touches: whole racks (optionally by type) or single components.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetSpec {
+    Racks(Vec<RackTarget>),
+    Components(Vec<ComponentTarget>),
+}
+
+/// What happens when a targeted rack is busy with a conflicting task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConflictStrategy {
+    #[default]
+    Reject,
+    Queue,
+}
+
+/// Longest a queued task may wait, and the default.
+pub const MAX_QUEUE_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+pub const DEFAULT_QUEUE_TIMEOUT_SECS: u64 = 3600;
+/// Most tasks that may wait on one rack at a time.
+pub const MAX_WAITING_PER_RACK: usize = 5;
+
+/// One operation request, as validated: the unit the API turns into one task per rack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationSpec {
+    pub operation: Operation,
+    pub targets: TargetSpec,
+    pub description: Option<String>,
+    pub conflict_strategy: ConflictStrategy,
+    pub queue_timeout_secs: u64,
+}
+
+impl OperationSpec {
+    /// Checks everything that needs no database: non-empty targets, option consistency.
+    pub fn validate(&self) -> Result<()> {
+        let mut v = Violations::default();
+        match &self.targets {
+            TargetSpec::Racks(racks) if racks.is_empty() => v.push("target_spec.racks", "must name at least one rack"),
+            TargetSpec::Components(cs) if cs.is_empty() => v.push("target_spec.components", "must name at least one component"),
+            TargetSpec::Components(cs) => {
+                for (i, c) in cs.iter().enumerate() {
+                    if let ComponentTarget::External { id, .. } = c {
+                        if id.trim().is_empty() {
+                            v.push(format!("target_spec.components[{i}].external.id"), "must not be empty");
+                        }
+                    }
+                }
+            }
+            TargetSpec::Racks(racks) => {
+                for (i, r) in racks.iter().enumerate() {
+                    if let RackRef::Name(name) = &r.rack {
+                        if name.trim().is_empty() {
+                            v.push(format!("target_spec.racks[{i}].name"), "must not be empty");
+                        }
+                    }
+                }
+            }
+        }
+        if let Operation::FirmwareUpgrade { start_time, end_time, .. } = &self.operation {
+            match (start_time, end_time) {
+                (Some(s), Some(e)) if s >= e => v.push("end_time", "must be after start_time"),
+                (Some(_), None) => v.push("end_time", "give both start_time and end_time, or neither"),
+                (None, Some(_)) => v.push("start_time", "give both start_time and end_time, or neither"),
+                _ => {}
+            }
+        }
+        if self.conflict_strategy == ConflictStrategy::Queue && !self.operation.may_queue() {
+            v.push("conflict_strategy", format!("{} always rejects on conflict", self.operation.code()));
+        }
+        if self.queue_timeout_secs == 0 || self.queue_timeout_secs > MAX_QUEUE_TIMEOUT_SECS {
+            v.push("queue_timeout_seconds", format!("must be between 1 and {MAX_QUEUE_TIMEOUT_SECS}"));
+        }
+        v.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(operation: Operation, targets: TargetSpec) -> OperationSpec {
+        OperationSpec {
+            operation,
+            targets,
+            description: None,
+            conflict_strategy: ConflictStrategy::Reject,
+            queue_timeout_secs: DEFAULT_QUEUE_TIMEOUT_SECS,
+        }
+    }
+
+    fn one_rack() -> TargetSpec {
+        TargetSpec::Racks(vec![RackTarget { rack: RackRef::Name("r1".into()), component_types: vec![] }])
+    }
+
+    #[test]
+    fn codes_follow_the_forced_flag() {
+        assert_eq!(Operation::PowerOff { forced: true }.code(), "force_power_off");
+        assert_eq!(Operation::PowerReset { forced: false }.code(), "restart");
+        assert_eq!(Operation::Ingest.task_type(), TaskType::BringUp);
+    }
+
+    #[test]
+    fn empty_targets_and_bad_windows_are_rejected() {
+        assert!(spec(Operation::PowerOn, TargetSpec::Racks(vec![])).validate().is_err());
+        assert!(spec(Operation::PowerOn, TargetSpec::Components(vec![])).validate().is_err());
+        let now = Utc::now();
+        let fw = |s, e| Operation::FirmwareUpgrade { firmware: FirmwareRequest::default(), start_time: s, end_time: e };
+        assert!(spec(fw(Some(now), Some(now)), one_rack()).validate().is_err());
+        assert!(spec(fw(Some(now), None), one_rack()).validate().is_err());
+        assert!(spec(fw(Some(now), Some(now + chrono::Duration::hours(1))), one_rack()).validate().is_ok());
+    }
+
+    #[test]
+    fn bring_up_cannot_queue() {
+        let mut s = spec(Operation::BringUp, one_rack());
+        s.conflict_strategy = ConflictStrategy::Queue;
+        assert!(s.validate().is_err());
+    }
+}

@@ -1,0 +1,15 @@
+//! Tasks: one rack's share of an operation, from submission (conflict check, queueing) through
+//! its durable run to a terminal status, with a per-component report.
+
+pub mod engine;
+mod idempotency;
+pub mod lease;
+pub mod model;
+pub mod report;
+pub mod resolve;
+pub mod service;
+pub mod store;
+
+pub use engine::{EngineError, RunState, WorkflowEngine};
+pub use model::{Task, TaskStatus};
+pub use service::TaskService;

@@ -1,0 +1,96 @@
+//! The per-task report: the plan's stages with each component's step, and stage status derived
+//! from the steps (so no writer ever has to keep a summary in sync).
+
+use chrono::{DateTime, Utc};
+
+use super::model::{StepRecord, StepStatus};
+use crate::inventory::model::ComponentType;
+use crate::operations::plan::Plan;
+
+/// Status of a stage, from its steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StageStatus {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl StageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    fn of(steps: &[StepRecord]) -> Self {
+        let any = |s: StepStatus| steps.iter().any(|r| r.status == s);
+        if any(StepStatus::Failed) {
+            Self::Failed
+        } else if any(StepStatus::Running) {
+            Self::Running
+        } else if steps.iter().all(|r| r.status == StepStatus::Succeeded) {
+            Self::Succeeded
+        } else if any(StepStatus::Cancelled) {
+            Self::Cancelled
+        } else if any(StepStatus::Succeeded) {
+            Self::Running
+        } else {
+            Self::Pending
+        }
+    }
+}
+
+/// One stage of the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageReport {
+    pub number: u32,
+    pub name: String,
+    pub kind: ComponentType,
+    pub action: String,
+    pub max_parallel: u32,
+    pub status: StageStatus,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub steps: Vec<StepRecord>,
+}
+
+/// Assembles the report; `None` for a task that was never planned (queued, or refused early).
+pub fn build(plan: Option<&Plan>, mut steps: Vec<StepRecord>) -> Option<Vec<StageReport>> {
+    let plan = plan?;
+    Some(
+        plan.stages
+            .iter()
+            .map(|stage| {
+                let own: Vec<StepRecord> = {
+                    let (mine, rest): (Vec<_>, Vec<_>) = steps.drain(..).partition(|s| s.stage == stage.number);
+                    steps = rest;
+                    mine
+                };
+                let status = StageStatus::of(&own);
+                let started_at = own.iter().filter_map(|s| s.started_at).min();
+                let finished_at = if matches!(status, StageStatus::Pending | StageStatus::Running) {
+                    None
+                } else {
+                    own.iter().filter_map(|s| s.finished_at).max()
+                };
+                StageReport {
+                    number: stage.number,
+                    name: stage.name.clone(),
+                    kind: stage.kind,
+                    action: stage.action.label(),
+                    max_parallel: stage.max_parallel,
+                    status,
+                    started_at,
+                    finished_at,
+                    steps: own,
+                }
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,139 @@
+//! Resolves an operation's targets against the inventory into the devices of each rack.
+
+use std::collections::{BTreeMap, HashSet};
+
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
+use uuid::Uuid;
+
+use crate::components::Device;
+use crate::db::entities::{components, racks};
+use crate::error::{Error, FieldError, Result};
+use crate::inventory::model::{BmcType, ComponentType};
+use crate::inventory::rows::load_bmcs;
+use crate::operations::model::{ComponentTarget, RackRef, TargetSpec};
+
+/// Component types that operations drive; the others are inventory only.
+pub const DRIVEN_TYPES: [ComponentType; 3] = [ComponentType::PowerShelf, ComponentType::NvSwitch, ComponentType::Compute];
+
+/// One rack's share of an operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RackWork {
+    pub rack_id: Uuid,
+    pub rack_name: String,
+    /// Targeted devices of driven types, in the rack's slot order.
+    pub devices: Vec<Device>,
+}
+
+/// Resolves every target; any target that names nothing fails the whole request with a 400
+/// naming it, so no task is created for a typo.
+pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<Vec<RackWork>> {
+    let mut errors = Vec::new();
+    // Rack id -> (rack row, selected component ids or None for "filter by types").
+    let mut wanted: BTreeMap<Uuid, (racks::Model, HashSet<Uuid>)> = BTreeMap::new();
+    match targets {
+        TargetSpec::Racks(list) => {
+            for (i, target) in list.iter().enumerate() {
+                let Some(rack) = find_rack(db, &target.rack).await? else {
+                    errors.push(FieldError::new(format!("target_spec.racks[{i}]"), format!("rack {} not found", target.rack)));
+                    continue;
+                };
+                let rows = live_components(db, components::Column::RackId.eq(rack.id)).await?;
+                let entry = wanted.entry(rack.id).or_insert_with(|| (rack, HashSet::new()));
+                for row in rows {
+                    let kind = ComponentType::parse(&row.r#type);
+                    if kind.is_some_and(|k| target.component_types.is_empty() || target.component_types.contains(&k)) {
+                        entry.1.insert(row.id);
+                    }
+                }
+            }
+        }
+        TargetSpec::Components(list) => {
+            for (i, target) in list.iter().enumerate() {
+                let field = format!("target_spec.components[{i}]");
+                let found = match target {
+                    ComponentTarget::Id(id) => live_components(db, components::Column::Id.eq(*id)).await?.pop(),
+                    ComponentTarget::External { kind, id } => live_components(
+                        db,
+                        sea_orm::Condition::all().add(components::Column::ExternalId.eq(id.as_str())).add(components::Column::Type.eq(kind.as_str())),
+                    )
+                    .await?
+                    .pop(),
+                };
+                let Some(row) = found else {
+                    errors.push(FieldError::new(field, "no such component"));
+                    continue;
+                };
+                let Some(rack_id) = row.rack_id else {
+                    errors.push(FieldError::new(field, format!("component {} is in no rack", row.id)));
+                    continue;
+                };
+                let Some(rack) = racks::Entity::find_by_id(rack_id).filter(racks::Column::DeletedAt.is_null()).one(db).await? else {
+                    errors.push(FieldError::new(field, format!("rack {rack_id} of component {} not found", row.id)));
+                    continue;
+                };
+                wanted.entry(rack.id).or_insert_with(|| (rack, HashSet::new())).1.insert(row.id);
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::Invalid(errors));
+    }
+    let mut work = Vec::with_capacity(wanted.len());
+    for (rack_id, (rack, ids)) in wanted {
+        let devices = devices_of(db, rack_id, Some(&rack.name), &ids).await?;
+        work.push(RackWork { rack_id, rack_name: rack.name, devices });
+    }
+    Ok(work)
+}
+
+async fn find_rack(db: &impl ConnectionTrait, rack: &RackRef) -> Result<Option<racks::Model>> {
+    let query = racks::Entity::find().filter(racks::Column::DeletedAt.is_null());
+    let query = match rack {
+        RackRef::Id(id) => query.filter(racks::Column::Id.eq(*id)),
+        RackRef::Name(name) => query.filter(racks::Column::Name.eq(name.as_str())),
+    };
+    Ok(query.one(db).await?)
+}
+
+async fn live_components(db: &impl ConnectionTrait, cond: impl sea_orm::sea_query::IntoCondition) -> Result<Vec<components::Model>> {
+    Ok(components::Entity::find()
+        .filter(cond)
+        .filter(components::Column::DeletedAt.is_null())
+        .order_by_asc(components::Column::Type)
+        .order_by_asc(components::Column::SlotId)
+        .order_by_asc(components::Column::Name)
+        .all(db)
+        .await?)
+}
+
+/// The live, driven devices of a rack among `ids` (components deleted meanwhile drop out).
+pub async fn devices_of(db: &impl ConnectionTrait, rack_id: Uuid, rack_name: Option<&str>, ids: &HashSet<Uuid>) -> Result<Vec<Device>> {
+    let rows: Vec<components::Model> = live_components(db, components::Column::RackId.eq(rack_id))
+        .await?
+        .into_iter()
+        .filter(|r| ids.contains(&r.id))
+        .collect();
+    let row_ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let mut bmcs = load_bmcs(db, &row_ids).await?;
+    let mut devices = Vec::with_capacity(rows.len());
+    for row in rows {
+        let Some(kind) = ComponentType::parse(&row.r#type).filter(|k| DRIVEN_TYPES.contains(k)) else { continue };
+        let own = bmcs.remove(&row.id).unwrap_or_default();
+        let host = own.iter().find(|b| b.kind == BmcType::Host).or(own.first());
+        devices.push(Device {
+            component_id: row.id,
+            kind,
+            name: row.name,
+            manufacturer: row.manufacturer,
+            model: row.model,
+            serial_number: row.serial_number,
+            external_id: row.external_id,
+            bmc_mac: host.map(|b| b.mac_address.clone()),
+            bmc_ip: host.and_then(|b| b.ip_address.clone()),
+            firmware_version: row.firmware_version,
+            rack_id: Some(rack_id),
+            rack_name: rack_name.map(String::from),
+        });
+    }
+    Ok(devices)
+}

@@ -1,0 +1,167 @@
+//! Activities of the rack workflow: task bookkeeping in the database, and one device's step
+//! through its component manager.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use temporalio_macros::activities;
+use temporalio_sdk::ApplicationFailure;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use uuid::Uuid;
+
+use super::steps::{self, Progress, StepFailure};
+use crate::app::Clock;
+use crate::components::Device;
+use crate::components::registry::Registry;
+use crate::error::Error;
+use crate::operations::plan::Action;
+use crate::tasks::model::{StepStatus, TaskStatus};
+use crate::tasks::{TaskService, store};
+
+/// One device's step of one stage.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceStepInput {
+    pub task_id: Uuid,
+    pub stage: u32,
+    pub action: Action,
+    pub device: Device,
+    /// The stage's retry budget: the last attempt records a failure instead of asking for a retry.
+    pub max_attempts: u32,
+}
+
+/// How a device's step ended (failures the workflow should report, not retry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepOutcome {
+    pub component_id: Uuid,
+    pub name: String,
+    pub error: Option<String>,
+}
+
+/// A step the workflow gave up on (its activity timed out or failed for good).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepFailedInput {
+    pub task_id: Uuid,
+    pub stage: u32,
+    pub component_id: Uuid,
+    pub error: String,
+}
+
+/// The task's final status.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FinishInput {
+    pub task_id: Uuid,
+    pub status: TaskStatus,
+    pub message: String,
+}
+
+/// Everything activities need, shared by all of them.
+pub struct RackActivities {
+    pub tasks: Arc<TaskService>,
+    pub registry: Arc<Registry>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Storage and bookkeeping failures: retry unless retrying cannot help.
+fn activity_error(e: Error) -> ActivityError {
+    match e {
+        Error::Invalid(_) | Error::NotFound { .. } | Error::Conflict { .. } | Error::Unprocessable { .. } => {
+            ActivityError::application(ApplicationFailure::non_retryable(e.to_string()))
+        }
+        other => ActivityError::application(ApplicationFailure::new(other.to_string())),
+    }
+}
+
+struct Heartbeat<'a>(&'a ActivityContext);
+
+#[async_trait]
+impl Progress for Heartbeat<'_> {
+    async fn beat(&self, note: &str) {
+        // A lost heartbeat only delays noticing a dead worker; the step goes on.
+        let _ = self.0.record_heartbeat(note.to_string()).await;
+    }
+
+    fn cancelled(&self) -> bool {
+        self.0.is_cancelled()
+    }
+}
+
+#[activities]
+impl RackActivities {
+    /// The run has begun: pending -> running.
+    #[activity(name = "TaskStarted")]
+    pub async fn task_started(self: Arc<Self>, _ctx: ActivityContext, task_id: Uuid) -> Result<bool, ActivityError> {
+        self.tasks.mark_running(task_id).await.map_err(activity_error)
+    }
+
+    /// Drives one device through its action and records the result on the task.
+    #[activity(name = "DeviceStep")]
+    pub async fn device_step(self: Arc<Self>, ctx: ActivityContext, input: DeviceStepInput) -> Result<StepOutcome, ActivityError> {
+        let attempt = ctx.info().attempt;
+        let db = self.tasks.db();
+        let (task, stage, component) = (input.task_id, input.stage, input.device.component_id);
+        let start_note = format!("attempt {attempt}: {} on {}", input.action.label(), input.device.name);
+        store::update_step(db, task, stage, component, StepStatus::Running, attempt, None, &start_note, self.clock.now())
+            .await
+            .map_err(activity_error)?;
+        let result = {
+            let progress = Heartbeat(&ctx);
+            let work = steps::run(&self.registry, &input.action, &input.device, &progress);
+            // A device call can take long; beating meanwhile lets a cancel (delivered only with a
+            // heartbeat's answer) and a dead worker be noticed during the call, not after it.
+            let beat = async {
+                loop {
+                    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                    let _ = ctx.record_heartbeat(String::from("in progress")).await;
+                }
+            };
+            tokio::select! {
+                result = work => result,
+                () = ctx.cancelled() => Err(StepFailure::Cancelled),
+                () = beat => Err(StepFailure::Cancelled),
+            }
+        };
+        let now = self.clock.now();
+        let outcome = |error: Option<String>| StepOutcome { component_id: component, name: input.device.name.clone(), error };
+        match result {
+            Ok(detail) => {
+                store::update_step(db, task, stage, component, StepStatus::Succeeded, attempt, None, &detail, now).await.map_err(activity_error)?;
+                Ok(outcome(None))
+            }
+            Err(StepFailure::Cancelled) => {
+                store::update_step(db, task, stage, component, StepStatus::Cancelled, attempt, None, "cancelled", now).await.map_err(activity_error)?;
+                Err(ActivityError::cancelled())
+            }
+            Err(failure) if failure.is_retryable() && attempt < input.max_attempts => {
+                let note = format!("attempt {attempt} failed: {failure}; will retry");
+                store::update_step(db, task, stage, component, StepStatus::Running, attempt, Some(&failure.to_string()), &note, now)
+                    .await
+                    .map_err(activity_error)?;
+                Err(ActivityError::application(ApplicationFailure::new(failure.to_string())))
+            }
+            Err(failure) => {
+                let error = failure.to_string();
+                store::update_step(db, task, stage, component, StepStatus::Failed, attempt, Some(&error), &format!("failed: {error}"), now)
+                    .await
+                    .map_err(activity_error)?;
+                Ok(outcome(Some(error)))
+            }
+        }
+    }
+
+    /// Records a step the workflow gave up on without hearing from the activity.
+    #[activity(name = "StepFailed")]
+    pub async fn step_failed(self: Arc<Self>, _ctx: ActivityContext, input: StepFailedInput) -> Result<(), ActivityError> {
+        let now = self.clock.now();
+        let note = format!("failed: {}", input.error);
+        store::update_step(self.tasks.db(), input.task_id, input.stage, input.component_id, StepStatus::Failed, 0, Some(&input.error), &note, now)
+            .await
+            .map_err(activity_error)
+    }
+
+    /// Writes the task's final status and lets queued tasks on the rack go.
+    #[activity(name = "TaskFinished")]
+    pub async fn task_finished(self: Arc<Self>, _ctx: ActivityContext, input: FinishInput) -> Result<(), ActivityError> {
+        self.tasks.finish(input.task_id, input.status, &input.message).await.map_err(activity_error)
+    }
+}

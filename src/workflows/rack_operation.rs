@@ -1,0 +1,157 @@
+//! The rack workflow: walks a task's plan stage by stage; inside a stage, one activity per
+//! device with at most `max_parallel` in flight; stops at the first failed stage.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use temporalio_common::RetryPolicy;
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::{
+    ActivityCancellationType, ActivityExecutionError, ActivityOptions, ApplicationFailure, WorkflowCancellationToken,
+    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination, workflows::join_all,
+};
+use uuid::Uuid;
+
+use super::activities::{DeviceStepInput, FinishInput, RackActivities, StepFailedInput, StepOutcome};
+use crate::operations::plan::{Plan, Stage};
+use crate::tasks::model::TaskStatus;
+
+/// Workflow input: the task and the plan it runs (fixed at dispatch, so replays are stable).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RackOperationInput {
+    pub task_id: Uuid,
+    pub plan: Plan,
+}
+
+/// Where the run is, for queries.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RackOperationProgress {
+    pub stage: u32,
+    pub in_flight: usize,
+}
+
+#[workflow]
+#[derive(Default)]
+pub struct RackOperationWorkflow {
+    stage: u32,
+    in_flight: usize,
+    max_parallel: usize,
+}
+
+/// Bookkeeping activities are short and must outlive a cancelled run, so they get their own
+/// cancellation token.
+fn bookkeeping() -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(Duration::from_secs(30))
+        .retry_policy(RetryPolicy::builder().initial_interval(Duration::from_secs(1)).maximum_interval(Duration::from_secs(30)).maximum_attempts(10).build())
+        .cancellation_token(WorkflowCancellationToken::new())
+        .build()
+}
+
+/// Device steps beat every two seconds; the SDK sends at most one beat per 0.8 × this, which is
+/// also the longest a cancel waits to reach a step.
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn device_options(stage: &Stage) -> ActivityOptions {
+    let retry = stage.retry;
+    ActivityOptions::with_start_to_close_timeout(Duration::from_secs(stage.step_timeout_secs))
+        .heartbeat_timeout(HEARTBEAT_TIMEOUT)
+        .retry_policy(
+            RetryPolicy::builder()
+                .initial_interval(Duration::from_millis(retry.initial_interval_ms))
+                .backoff_coefficient(f64::from(retry.backoff_coefficient_x10) / 10.0)
+                .maximum_interval(Duration::from_millis(retry.max_interval_ms))
+                .maximum_attempts(retry.max_attempts)
+                .build(),
+        )
+        // The workflow hears of a cancel only once the device step has really stopped.
+        .cancellation_type(ActivityCancellationType::WaitCancellationCompleted)
+        .build()
+}
+
+fn describe(err: &ActivityExecutionError) -> String {
+    match err {
+        ActivityExecutionError::Failed(f) => match f.cause() {
+            Some(cause) => format!("{cause}"),
+            None => format!("{f}"),
+        },
+        other => format!("{other}"),
+    }
+}
+
+#[workflow_methods]
+impl RackOperationWorkflow {
+    #[run(name = "RackOperation")]
+    pub async fn run(ctx: &mut WorkflowContext<Self>, input: RackOperationInput) -> WorkflowResult<TaskStatus> {
+        let task_id = input.task_id;
+        ctx.execute_activity(RackActivities::task_started, task_id, bookkeeping()).await?;
+        for stage in &input.plan.stages {
+            ctx.state_mut(|s| {
+                s.stage = stage.number;
+                s.max_parallel = stage.max_parallel.max(1) as usize;
+            });
+            let runs: Vec<_> = stage
+                .devices
+                .iter()
+                .map(|device| {
+                    let ctx = ctx.clone();
+                    let step = DeviceStepInput {
+                        task_id,
+                        stage: stage.number,
+                        action: stage.action.clone(),
+                        device: device.clone(),
+                        max_attempts: stage.retry.max_attempts,
+                    };
+                    let options = device_options(stage);
+                    async move {
+                        // A deterministic semaphore: each run waits for a free slot in workflow state.
+                        if ctx.wait_condition(|s| s.in_flight < s.max_parallel).await.is_err() {
+                            return (step, None);
+                        }
+                        ctx.state_mut(|s| s.in_flight += 1);
+                        let result = ctx.execute_activity(RackActivities::device_step, step.clone(), options).await;
+                        ctx.state_mut(|s| s.in_flight -= 1);
+                        (step, Some(result))
+                    }
+                })
+                .collect();
+            let results = join_all(runs).await;
+
+            if ctx.cancellation_token().is_cancelled() {
+                let finish = FinishInput { task_id, status: TaskStatus::Cancelled, message: "cancelled by user".into() };
+                ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping()).await?;
+                return Err(WorkflowTermination::cancelled());
+            }
+            let mut failures: Vec<String> = Vec::new();
+            for (step, result) in results {
+                let failed: Option<String> = match result {
+                    Some(Ok(StepOutcome { error: None, .. })) => None,
+                    Some(Ok(StepOutcome { error: Some(error), name, .. })) => Some(format!("{name}: {error}")),
+                    Some(Err(err)) => {
+                        // The activity could not record its own failure (it timed out or died).
+                        let error = describe(&err);
+                        let record = StepFailedInput { task_id, stage: step.stage, component_id: step.device.component_id, error: error.clone() };
+                        ctx.execute_activity(RackActivities::step_failed, record, bookkeeping()).await?;
+                        Some(format!("{}: {error}", step.device.name))
+                    }
+                    None => Some(format!("{}: not started", step.device.name)),
+                };
+                failures.extend(failed);
+            }
+            if !failures.is_empty() {
+                let message = format!("stage {} ({}) failed: {}", stage.number, stage.name, failures.join("; "));
+                let finish = FinishInput { task_id, status: TaskStatus::Failed, message: message.clone() };
+                ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping()).await?;
+                return Err(ApplicationFailure::builder(message).type_name("StageFailed".to_owned()).non_retryable(true).build().into());
+            }
+        }
+        let finish = FinishInput { task_id, status: TaskStatus::Succeeded, message: "succeeded".into() };
+        ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping()).await?;
+        Ok(TaskStatus::Succeeded)
+    }
+
+    /// Current stage and devices in flight.
+    #[query]
+    pub fn progress(&self, _ctx: &WorkflowContextView) -> RackOperationProgress {
+        RackOperationProgress { stage: self.stage, in_flight: self.in_flight }
+    }
+}
