@@ -1,8 +1,9 @@
 # Developer shortcuts; the README's two commands do not need make.
 .PHONY: run test openapi container
 
+# The local all-in-one: SQLite, simulated devices, a Temporal dev server child if none answers.
 run:
-	cargo run -- serve
+	cargo run -- dev
 
 test:
 	./scripts/test

@@ -121,26 +121,25 @@ async fn start_temporal(addr: SocketAddr, namespace: &str) -> Result<Child, DevE
         .open(LOG);
     let log = log.map_err(|e| fail("opening its log", e))?;
     let stderr = log.try_clone().map_err(|e| fail("opening its log", e))?;
+    let (ip, port) = (addr.ip().to_string(), addr.port().to_string());
     let mut command = Command::new("temporal");
     command.args([
         "server",
         "start-dev",
+        "--headless",
         "--namespace",
         namespace,
-        "--headless",
     ]);
     command.args([
         "--ip",
-        &addr.ip().to_string(),
+        &ip,
         "--port",
-        &addr.port().to_string(),
+        &port,
+        "--db-filename",
+        ".flow/temporal.db",
     ]);
-    command.args(["--db-filename", ".flow/temporal.db"]);
-    command
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(stderr)
-        .kill_on_drop(true);
+    command.stdin(Stdio::null()).stdout(log).stderr(stderr);
+    command.kill_on_drop(true);
     // Its own process group: Ctrl-C then reaches flow alone, whose worker drains while the
     // server still answers; flow stops the server afterwards.
     #[cfg(unix)]
@@ -170,18 +169,12 @@ async fn start_temporal(addr: SocketAddr, namespace: &str) -> Result<Child, DevE
 /// `temporal operator cluster health`: the frontend answers and its services are up.
 async fn healthy(addr: SocketAddr) -> bool {
     let mut command = Command::new("temporal");
-    command.args([
-        "operator",
-        "cluster",
-        "health",
-        "--address",
-        &addr.to_string(),
-    ]);
+    command.args(["operator", "cluster", "health", "--address"]);
+    command.arg(addr.to_string()).kill_on_drop(true);
     command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
+        .stderr(Stdio::null());
     let status = tokio::time::timeout(Duration::from_secs(5), command.status()).await;
     matches!(status, Ok(Ok(status)) if status.success())
 }

@@ -115,8 +115,18 @@ fn power_stage(kind: ComponentType, op: PowerOp) -> (ComponentType, Action, u32,
     (kind, action, power_parallelism(kind), 360, power_retry())
 }
 
+/// The request one component type gets: a per-type version object (`{"compute": "2.1.0", ...}`)
+/// gives each type its own entry, and a type it leaves out the manager's desired version.
+fn for_type(request: &FirmwareRequest, kind: ComponentType) -> FirmwareRequest {
+    let target_version = match request.target_version.as_deref().map(serde_json::from_str::<serde_json::Map<String, serde_json::Value>>) {
+        Some(Ok(per_type)) => per_type.get(kind.as_str()).and_then(|v| v.as_str()).map(String::from),
+        _ => request.target_version.clone(),
+    };
+    FirmwareRequest { target_version, sub_targets: request.sub_targets.clone() }
+}
+
 fn firmware_stage(kind: ComponentType, request: &FirmwareRequest, parallel: u32) -> (ComponentType, Action, u32, u64, RetryPlan) {
-    let action = Action::Firmware { request: request.clone(), timeout_secs: 45 * 60, poll_interval_ms: 5_000 };
+    let action = Action::Firmware { request: for_type(request, kind), timeout_secs: 45 * 60, poll_interval_ms: 5_000 };
     let retry = RetryPlan { max_attempts: 2, initial_interval_ms: 30_000, backoff_coefficient_x10: 15, max_interval_ms: 120_000 };
     (kind, action, parallel, 46 * 60, retry)
 }
@@ -227,6 +237,15 @@ mod tests {
             assert!(!build(&op, &rack()).stages.is_empty(), "{op:?}");
         }
         assert!(build(&fw, &rack()).stages.iter().any(|s| s.kind == ComponentType::PowerShelf));
+    }
+
+    #[test]
+    fn a_per_type_version_object_gives_each_type_its_own_version() {
+        let request = FirmwareRequest { target_version: Some(r#"{"compute":"2.1.0"}"#.into()), sub_targets: vec![] };
+        assert_eq!(for_type(&request, ComponentType::Compute).target_version.as_deref(), Some("2.1.0"));
+        assert_eq!(for_type(&request, ComponentType::PowerShelf).target_version, None);
+        let plain = FirmwareRequest { target_version: Some("3.0".into()), sub_targets: vec![] };
+        assert_eq!(for_type(&plain, ComponentType::NvSwitch).target_version.as_deref(), Some("3.0"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use flow::clients::psm::PsmClient;
 use flow::components::providers::{Providers, PsmSettings, SimConfig, SimDevices};
 use flow::components::registry::Registry;
 use flow::components::{
-    Device, DeviceError, DevicePower, FirmwareRequest, FirmwareState, ManagerSet, PowerOp,
+    DeviceError, DevicePower, FirmwareRequest, FirmwareState, ManagerSet, PowerOp,
 };
 use flow::inventory::model::ComponentType;
 

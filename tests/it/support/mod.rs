@@ -87,6 +87,9 @@ fn unix_now() -> u64 {
 /// A migrated database of the given backend, private to one test.
 pub struct TestDb {
     pub db: DatabaseConnection,
+    /// The URL another process can open the same database with (SQLite only: PostgreSQL tests
+    /// live in a schema that only this pool's search path selects).
+    pub url: String,
     schema: Option<String>,
     _cleanup: Cleanup,
 }
@@ -126,6 +129,7 @@ impl TestDb {
         db::migrate(&db).await.expect("migrate test database");
         Self {
             db,
+            url: options.url,
             schema: options.schema,
             _cleanup: cleanup,
         }
