@@ -187,7 +187,7 @@ fn banner(config: &Config, started: bool) -> String {
     };
     let temporal = match started {
         true => format!("started by flow dev, headless (no web UI); state in {STATE_DIR}/"),
-        false => "already running (`temporal server start-dev` serves its UI on :8233)".into(),
+        false => "already running (its web UI, if it has one: http://localhost:8233)".into(),
     };
     [
         "\nFlow dev".to_string(),

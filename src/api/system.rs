@@ -64,7 +64,8 @@ pub async fn healthz() -> axum::Json<StatusDoc> {
 
 /// Readiness
 ///
-/// `200` when the database answers; `503` otherwise, so load balancers stop sending traffic.
+/// `200` when the database and Temporal answer (or Temporal is not configured, for an
+/// inventory-only process); `503` otherwise, so load balancers stop sending traffic.
 #[utoipa::path(get, path = "/readyz", tag = SYSTEM, responses(
     (status = 200, description = "Ready", body = StatusDoc),
     (status = 503, description = "A dependency is down", body = Problem, content_type = "application/problem+json"),

@@ -39,6 +39,8 @@ pub trait WorkflowEngine: Send + Sync {
     async fn cancel(&self, task_id: Uuid, reason: &str) -> Result<(), EngineError>;
     /// The run's state, or `None` when the engine has no run for the task.
     async fn state(&self, task_id: Uuid) -> Result<Option<RunState>, EngineError>;
+    /// Whether the engine answers (for readiness); `Ok(false)` when none is configured.
+    async fn ping(&self) -> Result<bool, EngineError>;
 }
 
 /// The engine of a process configured without Temporal: every operation is refused as
@@ -58,5 +60,9 @@ impl WorkflowEngine for DisabledEngine {
 
     async fn state(&self, _task_id: Uuid) -> Result<Option<RunState>, EngineError> {
         Err(EngineError::Unavailable("no workflow engine is configured in this process".into()))
+    }
+
+    async fn ping(&self) -> Result<bool, EngineError> {
+        Ok(false)
     }
 }

@@ -298,6 +298,11 @@ impl TaskService {
         Ok(fixed)
     }
 
+    /// Whether the workflow engine answers: `Ok(false)` when this process has none.
+    pub async fn engine_ready(&self) -> Result<bool> {
+        self.engine.ping().await.map_err(engine_error)
+    }
+
     /// Gives up the reconciler lease (on shutdown).
     pub async fn release(&self, holder: &str) -> Result<()> {
         lease::release(&self.db, RECONCILER_LEASE, holder).await

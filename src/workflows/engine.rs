@@ -7,6 +7,10 @@ use temporalio_client::errors::{WorkflowInteractionError, WorkflowStartError};
 use temporalio_client::{
     Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowStartOptions,
 };
+use temporalio_client::NamespacedClient;
+use temporalio_client::grpc::WorkflowService;
+use temporalio_client::tonic::IntoRequest;
+use temporalio_common::protos::temporal::api::workflowservice::v1::DescribeNamespaceRequest;
 use uuid::Uuid;
 
 use super::rack_operation::{RackOperationInput, RackOperationWorkflow};
@@ -64,6 +68,17 @@ impl WorkflowEngine for TemporalEngine {
             Ok(Ok(())) | Ok(Err(WorkflowInteractionError::NotFound(_))) => Ok(()),
             Ok(Err(e)) => Err(classify(&e.to_string())),
             Err(_) => Err(EngineError::Unavailable("cancel timed out".into())),
+        }
+    }
+
+    async fn ping(&self) -> Result<bool, EngineError> {
+        let mut service = self.client.clone();
+        let request = DescribeNamespaceRequest { namespace: NamespacedClient::namespace(&self.client), ..Default::default() };
+        // The raw call, without the client's retries: readiness must answer quickly.
+        match tokio::time::timeout(Duration::from_secs(3), WorkflowService::describe_namespace(&mut service, request.into_request())).await {
+            Ok(Ok(_)) => Ok(true),
+            Ok(Err(status)) => Err(EngineError::Unavailable(status.message().to_string())),
+            Err(_) => Err(EngineError::Unavailable("no answer within 3s".into())),
         }
     }
 

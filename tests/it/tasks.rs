@@ -20,7 +20,19 @@ ops_on_both_backends!(
         s.slow_latency = Duration::from_secs(60);
     }),
     the_reconciler_lease_is_held_by_one_process_at_a_time,
+    a_queued_task_expires_when_the_rack_stays_busy_and_a_waiting_one_cancels_at_once: |b: OpsBuilder| b.sim(|s| {
+        s.slow_serials.insert("SN-0001-compute-00".into());
+        s.slow_latency = Duration::from_secs(60);
+    }),
 );
+
+fn reconciler(ops: &Ops) -> flow::tasks::TaskService {
+    flow::tasks::TaskService::new(
+        ops.app.db.db.clone(),
+        std::sync::Arc::new(flow::workflows::TemporalEngine::new(ops.client.clone(), ops.task_queue.clone())),
+        std::sync::Arc::new(flow::app::SystemClock),
+    )
+}
 
 fn rack(name: &str) -> Value {
     json!({"target_spec": {"racks": [{"name": name}]}})
@@ -39,6 +51,7 @@ async fn an_idempotency_key_returns_the_same_tasks_and_refuses_a_different_body(
     other["description"] = json!("something else");
     ops.app.call(Method::POST, "/v1/operations/power-on", Some(&other), &headers).await.assert_problem(422, "idempotency_key_reused");
     ops.wait_end(first.body["task_ids"][0].as_str().unwrap()).await;
+    assert_eq!(ops.app.get("/readyz").await.status, 200, "database and Temporal answer");
 }
 
 async fn the_event_stream_sends_every_change_until_the_task_ends(ops: Ops) {
@@ -129,11 +142,7 @@ async fn a_task_whose_workflow_was_terminated_is_reconciled_as_failed(ops: Ops) 
     let handle = ops.client.get_workflow_handle::<flow::workflows::rack_operation::RackOperationWorkflow>(id.clone());
     handle.terminate(temporalio_client::WorkflowTerminateOptions::builder().reason("operator kill".to_string()).build()).await.unwrap();
     // Nothing in the run will ever write the row again; the reconciler notices.
-    let service = flow::tasks::TaskService::new(
-        ops.app.db.db.clone(),
-        std::sync::Arc::new(flow::workflows::TemporalEngine::new(ops.client.clone(), ops.task_queue.clone())),
-        std::sync::Arc::new(flow::app::SystemClock),
-    );
+    let service = reconciler(&ops);
     let fixed = service.reconcile("test-reconciler", Duration::from_secs(60)).await.unwrap();
     assert_eq!(fixed, 1);
     let task = ops.app.get(&format!("/v1/tasks/{id}")).await.body;
@@ -158,4 +167,29 @@ async fn the_reconciler_lease_is_held_by_one_process_at_a_time(ops: Ops) {
     assert!(lease::acquire(db, "job", other, Span::seconds(30), now + Span::seconds(31)).await.unwrap(), "an expired lease passes on");
     lease::release(db, "job", other).await.unwrap();
     assert!(lease::acquire(db, "job", holder, Span::seconds(30), now + Span::seconds(32)).await.unwrap(), "a released lease is free");
+}
+
+async fn a_queued_task_expires_when_the_rack_stays_busy_and_a_waiting_one_cancels_at_once(ops: Ops) {
+    ops.app.create_rack(&gb200_rack(1, 1)).await;
+    let busy = ops.operate("power-on", &rack("rack-0001")).await;
+    let busy_id = busy.body["task_ids"][0].as_str().unwrap().to_string();
+    ops.wait_task(&busy_id, |t| t["status"] == "running").await;
+    let mut queued = rack("rack-0001");
+    queued["conflict_strategy"] = json!("queue");
+    queued["queue_timeout_seconds"] = json!(1);
+    let short = ops.operate("power-off", &queued).await;
+    let short_id = short.body["task_ids"][0].as_str().unwrap().to_string();
+    queued["queue_timeout_seconds"] = json!(3600);
+    let long = ops.operate("power-off", &queued).await;
+    let long_id = long.body["task_ids"][0].as_str().unwrap().to_string();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    reconciler(&ops).reconcile("test-reconciler", Duration::from_secs(60)).await.unwrap();
+    let expired = ops.app.get(&format!("/v1/tasks/{short_id}")).await.body;
+    assert_eq!(expired["status"], "cancelled", "{expired}");
+    assert!(expired["message"].as_str().unwrap().contains("expired"), "{expired}");
+    let cancelled = ops.app.post_empty(&format!("/v1/tasks/{long_id}/cancel")).await;
+    assert_eq!(cancelled.body["status"], "cancelled", "a waiting task is cancelled without a workflow");
+    assert!(cancelled.body.get("stages").is_none(), "it never ran");
+    ops.app.post_empty(&format!("/v1/tasks/{busy_id}/cancel")).await;
+    assert_eq!(ops.wait_end(&busy_id).await["status"], "cancelled");
 }
