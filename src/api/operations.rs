@@ -32,6 +32,28 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(bring_up_rack))
 }
 
+/// The answers every operation endpoint gives.
+#[derive(utoipa::IntoResponses)]
+// Never built: it exists for the OpenAPI document.
+#[allow(dead_code)]
+enum Submitted {
+    /// Tasks created, one per rack; `rejected` lists racks that got none.
+    #[response(status = 202, headers(("Location" = String, description = "The first task")))]
+    Accepted(SubmissionDoc),
+    /// Invalid input or a target that names nothing; `errors` names each field.
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadRequest(Problem),
+    /// Every targeted rack is busy with a conflicting task (`code`: `rack_busy`).
+    #[response(status = 409, content_type = "application/problem+json")]
+    Busy(Problem),
+    /// Nothing to operate on, or the idempotency key was used for another request.
+    #[response(status = 422, content_type = "application/problem+json")]
+    Unprocessable(Problem),
+    /// The workflow engine is unreachable.
+    #[response(status = 503, content_type = "application/problem+json")]
+    Unavailable(Problem),
+}
+
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
@@ -64,13 +86,7 @@ fn common<'a>(target_spec: &'a TargetSpecDoc, description: &'a Option<String>, s
 /// compute trays, each device's power verified before the next stage starts. One task per rack.
 #[utoipa::path(post, path = "/v1/operations/power-on", tag = OPERATIONS, request_body = PowerOnRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely: the same key returns the same tasks")),
-    responses(
-        (status = 202, description = "Tasks created", body = SubmissionDoc, headers(("Location" = String, description = "The first task"))),
-        (status = 400, description = "Invalid input or unknown target", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Every rack is busy with a conflicting task", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Nothing to operate on, or the idempotency key was used for another request", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
-    ))]
+    responses(Submitted))]
 pub async fn power_on(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<PowerOnRequest>) -> ApiResult<Response> {
     let spec = build_spec(Operation::PowerOn, common(&body.target_spec, &body.description, body.conflict_strategy, body.queue_timeout_seconds), Violations::default())?;
     submit(&state, &headers, spec).await
@@ -82,13 +98,7 @@ pub async fn power_on(State(state): State<AppState>, headers: HeaderMap, Json(bo
 /// power shelves, each verified off. `forced` cuts power without a graceful shutdown.
 #[utoipa::path(post, path = "/v1/operations/power-off", tag = OPERATIONS, request_body = PowerOffRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
-    responses(
-        (status = 202, description = "Tasks created", body = SubmissionDoc, headers(("Location" = String))),
-        (status = 400, description = "Invalid input or unknown target", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Every rack is busy", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Nothing to operate on", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
-    ))]
+    responses(Submitted))]
 pub async fn power_off(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<PowerOffRequest>) -> ApiResult<Response> {
     let op = Operation::PowerOff { forced: body.forced };
     let spec = build_spec(op, common(&body.target_spec, &body.description, body.conflict_strategy, body.queue_timeout_seconds), Violations::default())?;
@@ -101,13 +111,7 @@ pub async fn power_off(State(state): State<AppState>, headers: HeaderMap, Json(b
 /// NVSwitch, power shelves), then everything on (power shelves, NVSwitch, compute).
 #[utoipa::path(post, path = "/v1/operations/power-reset", tag = OPERATIONS, request_body = PowerOffRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
-    responses(
-        (status = 202, description = "Tasks created", body = SubmissionDoc, headers(("Location" = String))),
-        (status = 400, description = "Invalid input or unknown target", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Every rack is busy", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Nothing to operate on", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
-    ))]
+    responses(Submitted))]
 pub async fn power_reset(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<PowerOffRequest>) -> ApiResult<Response> {
     let op = Operation::PowerReset { forced: body.forced };
     let spec = build_spec(op, common(&body.target_spec, &body.description, body.conflict_strategy, body.queue_timeout_seconds), Violations::default())?;
@@ -120,13 +124,7 @@ pub async fn power_reset(State(state): State<AppState>, headers: HeaderMap, Json
 /// shelves) and follows it until it completes or fails.
 #[utoipa::path(post, path = "/v1/operations/firmware-upgrade", tag = OPERATIONS, request_body = FirmwareUpgradeRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
-    responses(
-        (status = 202, description = "Tasks created", body = SubmissionDoc, headers(("Location" = String))),
-        (status = 400, description = "Invalid input, unknown target or bad time window", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Every rack is busy", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Nothing to operate on", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
-    ))]
+    responses(Submitted))]
 pub async fn firmware_upgrade(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<FirmwareUpgradeRequest>) -> ApiResult<Response> {
     let mut v = Violations::default();
     let firmware = body.firmware(&mut v);
@@ -141,13 +139,7 @@ pub async fn firmware_upgrade(State(state): State<AppState>, headers: HeaderMap,
 /// the site's desired versions. Refused while any other task runs on the rack.
 #[utoipa::path(post, path = "/v1/operations/bring-up", tag = OPERATIONS, request_body = RackJobRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
-    responses(
-        (status = 202, description = "Tasks created", body = SubmissionDoc, headers(("Location" = String))),
-        (status = 400, description = "Invalid input or unknown target", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Every rack is busy", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Nothing to operate on", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
-    ))]
+    responses(Submitted))]
 pub async fn bring_up(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<RackJobRequest>) -> ApiResult<Response> {
     let spec = build_spec(Operation::BringUp, common(&body.target_spec, &body.description, None, None), Violations::default())?;
     submit(&state, &headers, spec).await
@@ -159,13 +151,7 @@ pub async fn bring_up(State(state): State<AppState>, headers: HeaderMap, Json(bo
 /// trays), with a registration built from its inventory record.
 #[utoipa::path(post, path = "/v1/operations/ingest", tag = OPERATIONS, request_body = RackJobRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
-    responses(
-        (status = 202, description = "Tasks created", body = SubmissionDoc, headers(("Location" = String))),
-        (status = 400, description = "Invalid input or unknown target", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Every rack is busy", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Nothing to operate on", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
-    ))]
+    responses(Submitted))]
 pub async fn ingest(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<RackJobRequest>) -> ApiResult<Response> {
     let spec = build_spec(Operation::Ingest, common(&body.target_spec, &body.description, None, None), Violations::default())?;
     submit(&state, &headers, spec).await
@@ -203,12 +189,7 @@ pub struct RackPowerRequest {
 /// `forceoff`, `forcecycle`.
 #[utoipa::path(patch, path = "/v1/racks/{id}/power", tag = OPERATIONS, request_body = RackPowerRequest,
     params(("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
-    responses(
-        (status = 202, description = "Task created", body = SubmissionDoc, headers(("Location" = String))),
-        (status = 400, description = "Invalid input or unknown rack", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The rack is busy", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
-    ))]
+    responses(Submitted))]
 pub async fn set_rack_power(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap, Json(body): Json<RackPowerRequest>) -> ApiResult<Response> {
     let target = rack_target(uuid_param("id", &id)?);
     let op = match body.state {
@@ -241,12 +222,7 @@ pub struct RackFirmwareRequest {
 /// Shortcut for a firmware upgrade of every device of one rack.
 #[utoipa::path(post, path = "/v1/racks/{id}/firmware", tag = OPERATIONS, request_body = RackFirmwareRequest,
     params(("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
-    responses(
-        (status = 202, description = "Task created", body = SubmissionDoc, headers(("Location" = String))),
-        (status = 400, description = "Invalid input or unknown rack", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The rack is busy", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
-    ))]
+    responses(Submitted))]
 pub async fn upgrade_rack_firmware(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap, Json(body): Json<RackFirmwareRequest>) -> ApiResult<Response> {
     let full = FirmwareUpgradeRequest {
         target_spec: rack_target(uuid_param("id", &id)?),
@@ -277,12 +253,7 @@ pub struct RackBringUpRequest {
 /// Shortcut for the bring-up of one whole rack.
 #[utoipa::path(post, path = "/v1/racks/{id}/bring-up", tag = OPERATIONS, request_body = RackBringUpRequest,
     params(("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
-    responses(
-        (status = 202, description = "Task created", body = SubmissionDoc, headers(("Location" = String))),
-        (status = 400, description = "Invalid input or unknown rack", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The rack is busy", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
-    ))]
+    responses(Submitted))]
 pub async fn bring_up_rack(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap, Json(body): Json<RackBringUpRequest>) -> ApiResult<Response> {
     let target = rack_target(uuid_param("id", &id)?);
     let spec = build_spec(Operation::BringUp, common(&target, &body.description, None, None), Violations::default())?;

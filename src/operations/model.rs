@@ -148,19 +148,19 @@ impl OperationSpec {
             TargetSpec::Components(cs) if cs.is_empty() => v.push("target_spec.components", "must name at least one component"),
             TargetSpec::Components(cs) => {
                 for (i, c) in cs.iter().enumerate() {
-                    if let ComponentTarget::External { id, .. } = c {
-                        if id.trim().is_empty() {
-                            v.push(format!("target_spec.components[{i}].external.id"), "must not be empty");
-                        }
+                    if let ComponentTarget::External { id, .. } = c
+                        && id.trim().is_empty()
+                    {
+                        v.push(format!("target_spec.components[{i}].external.id"), "must not be empty");
                     }
                 }
             }
             TargetSpec::Racks(racks) => {
                 for (i, r) in racks.iter().enumerate() {
-                    if let RackRef::Name(name) = &r.rack {
-                        if name.trim().is_empty() {
-                            v.push(format!("target_spec.racks[{i}].name"), "must not be empty");
-                        }
+                    if let RackRef::Name(name) = &r.rack
+                        && name.trim().is_empty()
+                    {
+                        v.push(format!("target_spec.racks[{i}].name"), "must not be empty");
                     }
                 }
             }

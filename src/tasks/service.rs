@@ -73,10 +73,10 @@ impl TaskService {
         spec.validate()?;
         let fingerprint = serde_json::to_string(spec).map_err(|e| Error::Internal(e.to_string()))?;
         let request_id = Uuid::now_v7();
-        if let Some(key) = idempotency_key {
-            if let Some(previous) = super::idempotency::claim(&self.db, key, &fingerprint, request_id, self.clock.now()).await? {
-                return Ok(previous);
-            }
+        if let Some(key) = idempotency_key
+            && let Some(previous) = super::idempotency::claim(&self.db, key, &fingerprint, request_id, self.clock.now()).await?
+        {
+            return Ok(previous);
         }
         let outcome = self.submit_new(spec, request_id).await;
         if let Some(key) = idempotency_key {

@@ -28,7 +28,7 @@ pub async fn connect(address: &str, namespace: &str, timeout: Duration) -> Resul
         .await
         .map_err(|_| unavailable(format!("no answer from {address} within {timeout:?}")))?
         .map_err(|e| unavailable(format!("{address}: {e}")))?;
-    Client::new(connection, ClientOptions::new(namespace.to_string()).build()).map_err(|e| unavailable(e))
+    Client::new(connection, ClientOptions::new(namespace.to_string()).build()).map_err(unavailable)
 }
 
 /// Registers the namespace when the server does not know it (a fresh dev server or cluster).

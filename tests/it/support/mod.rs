@@ -145,13 +145,13 @@ pub struct CleanupHandle {
 impl CleanupHandle {
     pub async fn run(self) {
         let _ = self.db.close().await;
-        if let Some(schema) = self.schema {
-            if let Ok(admin) = db::connect(&DbOptions::new(test_database_url())).await {
-                let _ = admin
-                    .execute_unprepared(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-                    .await;
-                let _ = admin.close().await;
-            }
+        if let Some(schema) = self.schema
+            && let Ok(admin) = db::connect(&DbOptions::new(test_database_url())).await
+        {
+            let _ = admin
+                .execute_unprepared(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                .await;
+            let _ = admin.close().await;
         }
     }
 }
