@@ -6,8 +6,8 @@ use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::DatabaseConnection;
 
 use crate::config::Config;
-use crate::tasks::engine::{DisabledEngine, WorkflowEngine};
 use crate::tasks::TaskService;
+use crate::tasks::engine::{DisabledEngine, WorkflowEngine};
 
 /// Where "now" comes from, so tests and replays can pin time.
 pub trait Clock: Send + Sync {
@@ -43,10 +43,19 @@ impl AppState {
         Self::with_engine(db, config, Arc::new(DisabledEngine))
     }
 
-    pub fn with_engine(db: DatabaseConnection, config: Config, engine: Arc<dyn WorkflowEngine>) -> Self {
+    pub fn with_engine(
+        db: DatabaseConnection,
+        config: Config,
+        engine: Arc<dyn WorkflowEngine>,
+    ) -> Self {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let tasks = Arc::new(TaskService::new(db.clone(), engine, clock.clone()));
-        Self(Arc::new(AppInner { db, config, clock, tasks }))
+        Self(Arc::new(AppInner {
+            db,
+            config,
+            clock,
+            tasks,
+        }))
     }
 
     pub fn tasks(&self) -> &TaskService {

@@ -42,7 +42,11 @@ pub enum Error {
     },
     /// The request is well-formed but cannot be carried out as asked.
     #[error("{message}")]
-    Unprocessable { code: &'static str, message: String, errors: Vec<FieldError> },
+    Unprocessable {
+        code: &'static str,
+        message: String,
+        errors: Vec<FieldError>,
+    },
     /// The caller's `If-Match` does not match the current version.
     #[error("{kind} {id} has changed: expected version {expected}, current is {current}")]
     PreconditionFailed {

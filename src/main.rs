@@ -88,16 +88,37 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Serve { dev_mode, no_worker } => {
+        Command::Serve {
+            dev_mode,
+            no_worker,
+        } => {
             if dev_mode {
                 config.dev_mode = true;
                 if config.log == "info" {
-                    config.log = "debug,sqlx=warn,hyper=info,h2=info,tonic=info,temporalio_sdk_core=info".into();
+                    config.log =
+                        "debug,sqlx=warn,hyper=info,h2=info,tonic=info,temporalio_sdk_core=info"
+                            .into();
                 }
             }
-            run(config, Roles { api: true, worker: !no_worker }).await
+            run(
+                config,
+                Roles {
+                    api: true,
+                    worker: !no_worker,
+                },
+            )
+            .await
         }
-        Command::Worker => run(config, Roles { api: false, worker: true }).await,
+        Command::Worker => {
+            run(
+                config,
+                Roles {
+                    api: false,
+                    worker: true,
+                },
+            )
+            .await
+        }
         Command::Dev => {
             dev::apply_defaults(&mut config, &std::env::vars().collect());
             telemetry::init(&config.log, &config.log_format);
@@ -111,7 +132,9 @@ async fn main() -> anyhow::Result<()> {
 async fn run(config: Config, roles: Roles) -> anyhow::Result<()> {
     telemetry::init(&config.log, &config.log_format);
     tracing::info!(?config, ?roles, "starting flow");
-    service::run(config, roles, shutdown_signal()).await.context("flow stopped")
+    service::run(config, roles, shutdown_signal())
+        .await
+        .context("flow stopped")
 }
 
 async fn shutdown_signal() {

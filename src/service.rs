@@ -32,17 +32,27 @@ fn internal(e: impl std::fmt::Display) -> Error {
 }
 
 /// Runs until `shutdown` resolves (then drains gracefully) or a part fails.
-pub async fn run(config: Config, roles: Roles, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+pub async fn run(
+    config: Config,
+    roles: Roles,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
     let conn = db::connect(&db::DbOptions::new(&config.database_url)).await?;
     if config.migrate_on_start {
         db::migrate(&conn).await?;
     }
-    let temporal_off = config.temporal_address.trim().is_empty() || config.temporal_address == "none";
+    let temporal_off =
+        config.temporal_address.trim().is_empty() || config.temporal_address == "none";
     if temporal_off {
         if roles.worker {
-            return Err(Error::invalid("FLOW_TEMPORAL_ADDRESS", "a worker needs Temporal"));
+            return Err(Error::invalid(
+                "FLOW_TEMPORAL_ADDRESS",
+                "a worker needs Temporal",
+            ));
         }
-        tracing::warn!("FLOW_TEMPORAL_ADDRESS is empty: serving the inventory only; operations answer 503");
+        tracing::warn!(
+            "FLOW_TEMPORAL_ADDRESS is empty: serving the inventory only; operations answer 503"
+        );
         return serve_api(config.clone(), AppState::new(conn, config), shutdown).await;
     }
     let client = worker::connect(&config.temporal_address, &config.temporal_namespace, TEMPORAL_CONNECT_TIMEOUT).await.map_err(|e| {
@@ -52,20 +62,35 @@ pub async fn run(config: Config, roles: Roles, shutdown: impl Future<Output = ()
         }
     })?;
     worker::ensure_namespace(&client, &config.temporal_namespace).await?;
-    let engine: Arc<dyn WorkflowEngine> = Arc::new(TemporalEngine::new(client.clone(), config.temporal_task_queue.clone()));
+    let engine: Arc<dyn WorkflowEngine> = Arc::new(TemporalEngine::new(
+        client.clone(),
+        config.temporal_task_queue.clone(),
+    ));
     let state = AppState::with_engine(conn, config.clone(), engine);
 
     if !roles.worker {
         return serve_api(config, state, shutdown).await;
     }
-    let registry = Arc::new(Registry::from_config(&config, sim_from_config(&config)).map_err(|e| Error::invalid("FLOW_COMPONENT_MANAGERS", e))?);
+    let registry = Arc::new(
+        Registry::from_config(&config, sim_from_config(&config))
+            .map_err(|e| Error::invalid("FLOW_COMPONENT_MANAGERS", e))?,
+    );
     tracing::info!(managers = ?registry.describe(), task_queue = %config.temporal_task_queue, "starting the worker");
     let runtime = Runtime::from_current_tokio(Default::default()).map_err(internal)?;
-    let activities = RackActivities { tasks: state.task_service(), registry, clock: state.clock() };
-    let mut temporal_worker = worker::build_worker(&runtime, client, &config.temporal_task_queue, activities)?;
+    let activities = RackActivities {
+        tasks: state.task_service(),
+        registry,
+        clock: state.clock(),
+    };
+    let mut temporal_worker =
+        worker::build_worker(&runtime, client, &config.temporal_task_queue, activities)?;
     let stop_worker = temporal_worker.shutdown_handle();
     let holder = format!("{}-{}", hostname(), std::process::id());
-    let reconciler = tokio::spawn(worker::reconcile_loop(state.task_service(), holder.clone(), RECONCILE_INTERVAL));
+    let reconciler = tokio::spawn(worker::reconcile_loop(
+        state.task_service(),
+        holder.clone(),
+        RECONCILE_INTERVAL,
+    ));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -96,14 +121,29 @@ pub async fn run(config: Config, roles: Roles, shutdown: impl Future<Output = ()
     worker_result.map_err(internal)
 }
 
-async fn serve_api(config: Config, state: AppState, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-    let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(|e| internal(format!("binding {}: {e}", config.listen)))?;
+async fn serve_api(
+    config: Config,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| internal(format!("binding {}: {e}", config.listen)))?;
     let addr = listener.local_addr().map_err(internal)?;
-    let shown = if addr.ip().is_unspecified() { format!("localhost:{}", addr.port()) } else { addr.to_string() };
+    let shown = if addr.ip().is_unspecified() {
+        format!("localhost:{}", addr.port())
+    } else {
+        addr.to_string()
+    };
     tracing::info!(%addr, "listening; Swagger UI at http://{shown}/swagger-ui/");
-    axum::serve(listener, api::router(state)).with_graceful_shutdown(shutdown).await.map_err(internal)
+    axum::serve(listener, api::router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(internal)
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "flow".into())
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "flow".into())
 }

@@ -12,8 +12,8 @@ use super::extract::{Json, uuid_param};
 use super::openapi::OPERATIONS;
 use super::problem::{ApiResult, Problem};
 use super::schema::operation::{
-    Common, ConflictStrategyDoc, FirmwareUpgradeRequest, PowerOffRequest, PowerOnRequest, RackJobRequest, RackTargetDoc, SubmissionDoc,
-    TargetSpecDoc, build_spec,
+    Common, ConflictStrategyDoc, FirmwareUpgradeRequest, PowerOffRequest, PowerOnRequest,
+    RackJobRequest, RackTargetDoc, SubmissionDoc, TargetSpecDoc, build_spec,
 };
 use crate::app::AppState;
 use crate::error::{Error, Violations};
@@ -57,10 +57,15 @@ enum Submitted {
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
-    match headers.get(IDEMPOTENCY_KEY).map(|v| v.to_str().map(str::trim)) {
+    match headers
+        .get(IDEMPOTENCY_KEY)
+        .map(|v| v.to_str().map(str::trim))
+    {
         None => Ok(None),
         Some(Ok(key)) if !key.is_empty() && key.len() <= 255 => Ok(Some(key.to_string())),
-        Some(_) => Err(Error::invalid("Idempotency-Key", "must be 1 to 255 visible characters").into()),
+        Some(_) => {
+            Err(Error::invalid("Idempotency-Key", "must be 1 to 255 visible characters").into())
+        }
     }
 }
 
@@ -68,16 +73,33 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
 async fn submit(state: &AppState, headers: &HeaderMap, spec: OperationSpec) -> ApiResult<Response> {
     let key = idempotency_key(headers)?;
     let submission = state.tasks().submit(&spec, key.as_deref()).await?;
-    let location = submission.task_ids.first().map(|id| format!("/v1/tasks/{id}"));
-    let mut response = (StatusCode::ACCEPTED, axum::Json(SubmissionDoc::from(submission))).into_response();
+    let location = submission
+        .task_ids
+        .first()
+        .map(|id| format!("/v1/tasks/{id}"));
+    let mut response = (
+        StatusCode::ACCEPTED,
+        axum::Json(SubmissionDoc::from(submission)),
+    )
+        .into_response();
     if let Some(value) = location.and_then(|l| l.parse().ok()) {
         response.headers_mut().insert(header::LOCATION, value);
     }
     Ok(response)
 }
 
-fn common<'a>(target_spec: &'a TargetSpecDoc, description: &'a Option<String>, strategy: Option<ConflictStrategyDoc>, timeout: Option<u64>) -> Common<'a> {
-    Common { target_spec, description, conflict_strategy: strategy, queue_timeout_seconds: timeout }
+fn common<'a>(
+    target_spec: &'a TargetSpecDoc,
+    description: &'a Option<String>,
+    strategy: Option<ConflictStrategyDoc>,
+    timeout: Option<u64>,
+) -> Common<'a> {
+    Common {
+        target_spec,
+        description,
+        conflict_strategy: strategy,
+        queue_timeout_seconds: timeout,
+    }
 }
 
 /// Power on
@@ -87,8 +109,21 @@ fn common<'a>(target_spec: &'a TargetSpecDoc, description: &'a Option<String>, s
 #[utoipa::path(post, path = "/v1/operations/power-on", tag = OPERATIONS, request_body = PowerOnRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely: the same key returns the same tasks")),
     responses(Submitted))]
-pub async fn power_on(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<PowerOnRequest>) -> ApiResult<Response> {
-    let spec = build_spec(Operation::PowerOn, common(&body.target_spec, &body.description, body.conflict_strategy, body.queue_timeout_seconds), Violations::default())?;
+pub async fn power_on(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<PowerOnRequest>,
+) -> ApiResult<Response> {
+    let spec = build_spec(
+        Operation::PowerOn,
+        common(
+            &body.target_spec,
+            &body.description,
+            body.conflict_strategy,
+            body.queue_timeout_seconds,
+        ),
+        Violations::default(),
+    )?;
     submit(&state, &headers, spec).await
 }
 
@@ -99,9 +134,24 @@ pub async fn power_on(State(state): State<AppState>, headers: HeaderMap, Json(bo
 #[utoipa::path(post, path = "/v1/operations/power-off", tag = OPERATIONS, request_body = PowerOffRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
-pub async fn power_off(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<PowerOffRequest>) -> ApiResult<Response> {
-    let op = Operation::PowerOff { forced: body.forced };
-    let spec = build_spec(op, common(&body.target_spec, &body.description, body.conflict_strategy, body.queue_timeout_seconds), Violations::default())?;
+pub async fn power_off(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<PowerOffRequest>,
+) -> ApiResult<Response> {
+    let op = Operation::PowerOff {
+        forced: body.forced,
+    };
+    let spec = build_spec(
+        op,
+        common(
+            &body.target_spec,
+            &body.description,
+            body.conflict_strategy,
+            body.queue_timeout_seconds,
+        ),
+        Violations::default(),
+    )?;
     submit(&state, &headers, spec).await
 }
 
@@ -112,9 +162,24 @@ pub async fn power_off(State(state): State<AppState>, headers: HeaderMap, Json(b
 #[utoipa::path(post, path = "/v1/operations/power-reset", tag = OPERATIONS, request_body = PowerOffRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
-pub async fn power_reset(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<PowerOffRequest>) -> ApiResult<Response> {
-    let op = Operation::PowerReset { forced: body.forced };
-    let spec = build_spec(op, common(&body.target_spec, &body.description, body.conflict_strategy, body.queue_timeout_seconds), Violations::default())?;
+pub async fn power_reset(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<PowerOffRequest>,
+) -> ApiResult<Response> {
+    let op = Operation::PowerReset {
+        forced: body.forced,
+    };
+    let spec = build_spec(
+        op,
+        common(
+            &body.target_spec,
+            &body.description,
+            body.conflict_strategy,
+            body.queue_timeout_seconds,
+        ),
+        Violations::default(),
+    )?;
     submit(&state, &headers, spec).await
 }
 
@@ -125,11 +190,28 @@ pub async fn power_reset(State(state): State<AppState>, headers: HeaderMap, Json
 #[utoipa::path(post, path = "/v1/operations/firmware-upgrade", tag = OPERATIONS, request_body = FirmwareUpgradeRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
-pub async fn firmware_upgrade(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<FirmwareUpgradeRequest>) -> ApiResult<Response> {
+pub async fn firmware_upgrade(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<FirmwareUpgradeRequest>,
+) -> ApiResult<Response> {
     let mut v = Violations::default();
     let firmware = body.firmware(&mut v);
-    let op = Operation::FirmwareUpgrade { firmware, start_time: body.start_time, end_time: body.end_time };
-    let spec = build_spec(op, common(&body.target_spec, &body.description, body.conflict_strategy, body.queue_timeout_seconds), v)?;
+    let op = Operation::FirmwareUpgrade {
+        firmware,
+        start_time: body.start_time,
+        end_time: body.end_time,
+    };
+    let spec = build_spec(
+        op,
+        common(
+            &body.target_spec,
+            &body.description,
+            body.conflict_strategy,
+            body.queue_timeout_seconds,
+        ),
+        v,
+    )?;
     submit(&state, &headers, spec).await
 }
 
@@ -140,8 +222,16 @@ pub async fn firmware_upgrade(State(state): State<AppState>, headers: HeaderMap,
 #[utoipa::path(post, path = "/v1/operations/bring-up", tag = OPERATIONS, request_body = RackJobRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
-pub async fn bring_up(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<RackJobRequest>) -> ApiResult<Response> {
-    let spec = build_spec(Operation::BringUp, common(&body.target_spec, &body.description, None, None), Violations::default())?;
+pub async fn bring_up(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<RackJobRequest>,
+) -> ApiResult<Response> {
+    let spec = build_spec(
+        Operation::BringUp,
+        common(&body.target_spec, &body.description, None, None),
+        Violations::default(),
+    )?;
     submit(&state, &headers, spec).await
 }
 
@@ -152,13 +242,28 @@ pub async fn bring_up(State(state): State<AppState>, headers: HeaderMap, Json(bo
 #[utoipa::path(post, path = "/v1/operations/ingest", tag = OPERATIONS, request_body = RackJobRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
-pub async fn ingest(State(state): State<AppState>, headers: HeaderMap, Json(body): Json<RackJobRequest>) -> ApiResult<Response> {
-    let spec = build_spec(Operation::Ingest, common(&body.target_spec, &body.description, None, None), Violations::default())?;
+pub async fn ingest(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<RackJobRequest>,
+) -> ApiResult<Response> {
+    let spec = build_spec(
+        Operation::Ingest,
+        common(&body.target_spec, &body.description, None, None),
+        Violations::default(),
+    )?;
     submit(&state, &headers, spec).await
 }
 
 fn rack_target(id: uuid::Uuid) -> TargetSpecDoc {
-    TargetSpecDoc { racks: Some(vec![RackTargetDoc { id: Some(id), name: None, component_types: Vec::new() }]), components: None }
+    TargetSpecDoc {
+        racks: Some(vec![RackTargetDoc {
+            id: Some(id),
+            name: None,
+            component_types: Vec::new(),
+        }]),
+        components: None,
+    }
 }
 
 /// Power state wanted for a whole rack.
@@ -190,7 +295,12 @@ pub struct RackPowerRequest {
 #[utoipa::path(patch, path = "/v1/racks/{id}/power", tag = OPERATIONS, request_body = RackPowerRequest,
     params(("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
-pub async fn set_rack_power(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap, Json(body): Json<RackPowerRequest>) -> ApiResult<Response> {
+pub async fn set_rack_power(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<RackPowerRequest>,
+) -> ApiResult<Response> {
     let target = rack_target(uuid_param("id", &id)?);
     let op = match body.state {
         RackPowerState::On => Operation::PowerOn,
@@ -199,7 +309,16 @@ pub async fn set_rack_power(State(state): State<AppState>, Path(id): Path<String
         RackPowerState::Cycle => Operation::PowerReset { forced: false },
         RackPowerState::Forcecycle => Operation::PowerReset { forced: true },
     };
-    let spec = build_spec(op, common(&target, &body.description, body.conflict_strategy, body.queue_timeout_seconds), Violations::default())?;
+    let spec = build_spec(
+        op,
+        common(
+            &target,
+            &body.description,
+            body.conflict_strategy,
+            body.queue_timeout_seconds,
+        ),
+        Violations::default(),
+    )?;
     submit(&state, &headers, spec).await
 }
 
@@ -223,7 +342,12 @@ pub struct RackFirmwareRequest {
 #[utoipa::path(post, path = "/v1/racks/{id}/firmware", tag = OPERATIONS, request_body = RackFirmwareRequest,
     params(("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
-pub async fn upgrade_rack_firmware(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap, Json(body): Json<RackFirmwareRequest>) -> ApiResult<Response> {
+pub async fn upgrade_rack_firmware(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<RackFirmwareRequest>,
+) -> ApiResult<Response> {
     let full = FirmwareUpgradeRequest {
         target_spec: rack_target(uuid_param("id", &id)?),
         target_version: body.target_version,
@@ -236,8 +360,21 @@ pub async fn upgrade_rack_firmware(State(state): State<AppState>, Path(id): Path
     };
     let mut v = Violations::default();
     let firmware = full.firmware(&mut v);
-    let op = Operation::FirmwareUpgrade { firmware, start_time: full.start_time, end_time: full.end_time };
-    let spec = build_spec(op, common(&full.target_spec, &full.description, full.conflict_strategy, full.queue_timeout_seconds), v)?;
+    let op = Operation::FirmwareUpgrade {
+        firmware,
+        start_time: full.start_time,
+        end_time: full.end_time,
+    };
+    let spec = build_spec(
+        op,
+        common(
+            &full.target_spec,
+            &full.description,
+            full.conflict_strategy,
+            full.queue_timeout_seconds,
+        ),
+        v,
+    )?;
     submit(&state, &headers, spec).await
 }
 
@@ -254,8 +391,17 @@ pub struct RackBringUpRequest {
 #[utoipa::path(post, path = "/v1/racks/{id}/bring-up", tag = OPERATIONS, request_body = RackBringUpRequest,
     params(("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
-pub async fn bring_up_rack(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap, Json(body): Json<RackBringUpRequest>) -> ApiResult<Response> {
+pub async fn bring_up_rack(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<RackBringUpRequest>,
+) -> ApiResult<Response> {
     let target = rack_target(uuid_param("id", &id)?);
-    let spec = build_spec(Operation::BringUp, common(&target, &body.description, None, None), Violations::default())?;
+    let spec = build_spec(
+        Operation::BringUp,
+        common(&target, &body.description, None, None),
+        Violations::default(),
+    )?;
     submit(&state, &headers, spec).await
 }

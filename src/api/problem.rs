@@ -123,9 +123,11 @@ impl From<Error> for Problem {
                 };
                 Problem::new(StatusCode::CONFLICT, code, detail).with_errors(errors)
             }
-            Error::Unprocessable { code, message, errors } => {
-                Problem::new(StatusCode::UNPROCESSABLE_ENTITY, code, message).with_errors(errors)
-            }
+            Error::Unprocessable {
+                code,
+                message,
+                errors,
+            } => Problem::new(StatusCode::UNPROCESSABLE_ENTITY, code, message).with_errors(errors),
             e @ Error::PreconditionFailed { .. } => Problem::new(
                 StatusCode::PRECONDITION_FAILED,
                 "precondition_failed",

@@ -57,15 +57,32 @@ impl ListTasksQuery {
     fn filter(&self) -> Result<TaskFilter> {
         let mut v = Violations::default();
         let mut statuses = Vec::new();
-        for raw in self.status.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
+        for raw in self
+            .status
+            .iter()
+            .flat_map(|s| s.split(','))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             match TaskStatus::parse(&raw.to_lowercase()) {
                 Some(s) => statuses.push(s),
                 None => v.push("status", format!("unknown task status {raw:?}")),
             }
         }
         if self.active_only {
-            let active = [TaskStatus::Pending, TaskStatus::Waiting, TaskStatus::Running];
-            statuses = if statuses.is_empty() { active.to_vec() } else { statuses.into_iter().filter(|s| active.contains(s)).collect() };
+            let active = [
+                TaskStatus::Pending,
+                TaskStatus::Waiting,
+                TaskStatus::Running,
+            ];
+            statuses = if statuses.is_empty() {
+                active.to_vec()
+            } else {
+                statuses
+                    .into_iter()
+                    .filter(|s| active.contains(s))
+                    .collect()
+            };
             if statuses.is_empty() {
                 v.push("status", "active_only excludes every status given");
             }
@@ -81,7 +98,10 @@ impl ListTasksQuery {
     }
 }
 
-async fn list(state: &AppState, q: &ListTasksQuery) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
+async fn list(
+    state: &AppState,
+    q: &ListTasksQuery,
+) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
     let filter = q.filter()?;
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=crate::inventory::query::MAX_LIMIT).contains(&limit) {
@@ -100,7 +120,10 @@ async fn list(state: &AppState, q: &ListTasksQuery) -> ApiResult<axum::Json<List
         (status = 200, description = "One page of tasks", body = ListResponse<TaskDoc>),
         (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn list_tasks(State(state): State<AppState>, Query(q): Query<ListTasksQuery>) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
+pub async fn list_tasks(
+    State(state): State<AppState>,
+    Query(q): Query<ListTasksQuery>,
+) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
     list(&state, &q).await
 }
 
@@ -123,9 +146,19 @@ pub struct RackTasksQuery {
         (status = 200, description = "One page of tasks", body = ListResponse<TaskDoc>),
         (status = 400, description = "Bad id, limit or cursor", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn list_rack_tasks(State(state): State<AppState>, Path(id): Path<String>, Query(q): Query<RackTasksQuery>) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
+pub async fn list_rack_tasks(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<RackTasksQuery>,
+) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
     let rack_id = uuid_param("id", &id)?;
-    let q = ListTasksQuery { rack_id: Some(rack_id), active_only: q.active_only, limit: q.limit, cursor: q.cursor, ..Default::default() };
+    let q = ListTasksQuery {
+        rack_id: Some(rack_id),
+        active_only: q.active_only,
+        limit: q.limit,
+        cursor: q.cursor,
+        ..Default::default()
+    };
     list(&state, &q).await
 }
 
@@ -147,7 +180,10 @@ async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
         (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn get_task(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<axum::Json<TaskDoc>> {
+pub async fn get_task(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<TaskDoc>> {
     Ok(axum::Json(load(&state, uuid_param("id", &id)?).await?))
 }
 
@@ -162,7 +198,10 @@ pub async fn get_task(State(state): State<AppState>, Path(id): Path<String>) -> 
         (status = 409, description = "The task already succeeded or failed (`code`: `not_cancellable`)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn cancel_task(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<axum::Json<TaskDoc>> {
+pub async fn cancel_task(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<TaskDoc>> {
     let id = uuid_param("id", &id)?;
     state.tasks().cancel(id).await?;
     Ok(axum::Json(load(&state, id).await?))
@@ -177,37 +216,56 @@ pub async fn cancel_task(State(state): State<AppState>, Path(id): Path<String>) 
         (status = 200, description = "A stream of `task` events", content_type = "text/event-stream", body = TaskDoc),
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn task_events(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
+pub async fn task_events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let id = uuid_param("id", &id)?;
     store::get(state.db(), id).await?;
-    let stream = futures::stream::unfold((state, None, false), move |(state, seen, done)| async move {
-        if done {
-            return None;
-        }
-        let mut first = true;
-        loop {
-            if !first {
-                tokio::time::sleep(Duration::from_millis(500)).await;
+    let stream = futures::stream::unfold(
+        (state, None, false),
+        move |(state, seen, done)| async move {
+            if done {
+                return None;
             }
-            first = false;
-            // The database is the source of truth, so every Flow replica can serve the stream.
-            let change = match store::last_change(state.db(), id).await {
-                Ok(c) => c,
-                Err(e) => return Some((Ok(Event::default().event("error").data(e.to_string())), (state, seen, true))),
-            };
-            if change.is_some() && change == seen {
-                continue;
-            }
-            let event = match load(&state, id).await {
-                Ok(doc) => {
-                    let ended = matches!(doc.status, super::schema::task::TaskStatusDoc::Succeeded | super::schema::task::TaskStatusDoc::Failed | super::schema::task::TaskStatusDoc::Cancelled);
-                    let data = serde_json::to_string(&doc).unwrap_or_default();
-                    return Some((Ok(Event::default().event("task").data(data)), (state, change, ended)));
+            let mut first = true;
+            loop {
+                if !first {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
                 }
-                Err(e) => Event::default().event("error").data(e.to_string()),
-            };
-            return Some((Ok(event), (state, seen, true)));
-        }
-    });
+                first = false;
+                // The database is the source of truth, so every Flow replica can serve the stream.
+                let change = match store::last_change(state.db(), id).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        return Some((
+                            Ok(Event::default().event("error").data(e.to_string())),
+                            (state, seen, true),
+                        ));
+                    }
+                };
+                if change.is_some() && change == seen {
+                    continue;
+                }
+                let event = match load(&state, id).await {
+                    Ok(doc) => {
+                        let ended = matches!(
+                            doc.status,
+                            super::schema::task::TaskStatusDoc::Succeeded
+                                | super::schema::task::TaskStatusDoc::Failed
+                                | super::schema::task::TaskStatusDoc::Cancelled
+                        );
+                        let data = serde_json::to_string(&doc).unwrap_or_default();
+                        return Some((
+                            Ok(Event::default().event("task").data(data)),
+                            (state, change, ended),
+                        ));
+                    }
+                    Err(e) => Event::default().event("error").data(e.to_string()),
+                };
+                return Some((Ok(event), (state, seen, true)));
+            }
+        },
+    );
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

@@ -137,7 +137,11 @@ pub trait PowerStatus: Send + Sync {
 /// Starts a firmware update (returning as soon as the manager accepted it) and reports progress.
 #[async_trait]
 pub trait FirmwareControl: Send + Sync {
-    async fn start_update(&self, device: &Device, request: &FirmwareRequest) -> Result<(), DeviceError>;
+    async fn start_update(
+        &self,
+        device: &Device,
+        request: &FirmwareRequest,
+    ) -> Result<(), DeviceError>;
     async fn update_status(&self, device: &Device) -> Result<FirmwareStatus, DeviceError>;
 }
 

@@ -8,7 +8,9 @@ use uuid::Uuid;
 
 /// What kind of device a component is. Only compute, NVSwitch and power shelves are driven by
 /// operations; the others are kept for inventory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ComponentType {
     Compute,

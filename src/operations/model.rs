@@ -13,8 +13,12 @@ use crate::inventory::model::ComponentType;
 #[serde(tag = "operation", rename_all = "snake_case")]
 pub enum Operation {
     PowerOn,
-    PowerOff { forced: bool },
-    PowerReset { forced: bool },
+    PowerOff {
+        forced: bool,
+    },
+    PowerReset {
+        forced: bool,
+    },
     FirmwareUpgrade {
         firmware: FirmwareRequest,
         /// Window in which the update may run (managers that schedule updates honour it).
@@ -51,7 +55,9 @@ impl Operation {
 
     pub fn task_type(&self) -> TaskType {
         match self {
-            Self::PowerOn | Self::PowerOff { .. } | Self::PowerReset { .. } => TaskType::PowerControl,
+            Self::PowerOn | Self::PowerOff { .. } | Self::PowerReset { .. } => {
+                TaskType::PowerControl
+            }
             Self::FirmwareUpgrade { .. } => TaskType::FirmwareControl,
             Self::BringUp | Self::Ingest => TaskType::BringUp,
         }
@@ -144,14 +150,21 @@ impl OperationSpec {
     pub fn validate(&self) -> Result<()> {
         let mut v = Violations::default();
         match &self.targets {
-            TargetSpec::Racks(racks) if racks.is_empty() => v.push("target_spec.racks", "must name at least one rack"),
-            TargetSpec::Components(cs) if cs.is_empty() => v.push("target_spec.components", "must name at least one component"),
+            TargetSpec::Racks(racks) if racks.is_empty() => {
+                v.push("target_spec.racks", "must name at least one rack")
+            }
+            TargetSpec::Components(cs) if cs.is_empty() => {
+                v.push("target_spec.components", "must name at least one component")
+            }
             TargetSpec::Components(cs) => {
                 for (i, c) in cs.iter().enumerate() {
                     if let ComponentTarget::External { id, .. } = c
                         && id.trim().is_empty()
                     {
-                        v.push(format!("target_spec.components[{i}].external.id"), "must not be empty");
+                        v.push(
+                            format!("target_spec.components[{i}].external.id"),
+                            "must not be empty",
+                        );
                     }
                 }
             }
@@ -165,19 +178,35 @@ impl OperationSpec {
                 }
             }
         }
-        if let Operation::FirmwareUpgrade { start_time, end_time, .. } = &self.operation {
+        if let Operation::FirmwareUpgrade {
+            start_time,
+            end_time,
+            ..
+        } = &self.operation
+        {
             match (start_time, end_time) {
                 (Some(s), Some(e)) if s >= e => v.push("end_time", "must be after start_time"),
-                (Some(_), None) => v.push("end_time", "give both start_time and end_time, or neither"),
-                (None, Some(_)) => v.push("start_time", "give both start_time and end_time, or neither"),
+                (Some(_), None) => {
+                    v.push("end_time", "give both start_time and end_time, or neither")
+                }
+                (None, Some(_)) => v.push(
+                    "start_time",
+                    "give both start_time and end_time, or neither",
+                ),
                 _ => {}
             }
         }
         if self.conflict_strategy == ConflictStrategy::Queue && !self.operation.may_queue() {
-            v.push("conflict_strategy", format!("{} always rejects on conflict", self.operation.code()));
+            v.push(
+                "conflict_strategy",
+                format!("{} always rejects on conflict", self.operation.code()),
+            );
         }
         if self.queue_timeout_secs == 0 || self.queue_timeout_secs > MAX_QUEUE_TIMEOUT_SECS {
-            v.push("queue_timeout_seconds", format!("must be between 1 and {MAX_QUEUE_TIMEOUT_SECS}"));
+            v.push(
+                "queue_timeout_seconds",
+                format!("must be between 1 and {MAX_QUEUE_TIMEOUT_SECS}"),
+            );
         }
         v.finish()
     }
@@ -198,25 +227,54 @@ mod tests {
     }
 
     fn one_rack() -> TargetSpec {
-        TargetSpec::Racks(vec![RackTarget { rack: RackRef::Name("r1".into()), component_types: vec![] }])
+        TargetSpec::Racks(vec![RackTarget {
+            rack: RackRef::Name("r1".into()),
+            component_types: vec![],
+        }])
     }
 
     #[test]
     fn codes_follow_the_forced_flag() {
-        assert_eq!(Operation::PowerOff { forced: true }.code(), "force_power_off");
+        assert_eq!(
+            Operation::PowerOff { forced: true }.code(),
+            "force_power_off"
+        );
         assert_eq!(Operation::PowerReset { forced: false }.code(), "restart");
         assert_eq!(Operation::Ingest.task_type(), TaskType::BringUp);
     }
 
     #[test]
     fn empty_targets_and_bad_windows_are_rejected() {
-        assert!(spec(Operation::PowerOn, TargetSpec::Racks(vec![])).validate().is_err());
-        assert!(spec(Operation::PowerOn, TargetSpec::Components(vec![])).validate().is_err());
+        assert!(
+            spec(Operation::PowerOn, TargetSpec::Racks(vec![]))
+                .validate()
+                .is_err()
+        );
+        assert!(
+            spec(Operation::PowerOn, TargetSpec::Components(vec![]))
+                .validate()
+                .is_err()
+        );
         let now = Utc::now();
-        let fw = |s, e| Operation::FirmwareUpgrade { firmware: FirmwareRequest::default(), start_time: s, end_time: e };
-        assert!(spec(fw(Some(now), Some(now)), one_rack()).validate().is_err());
+        let fw = |s, e| Operation::FirmwareUpgrade {
+            firmware: FirmwareRequest::default(),
+            start_time: s,
+            end_time: e,
+        };
+        assert!(
+            spec(fw(Some(now), Some(now)), one_rack())
+                .validate()
+                .is_err()
+        );
         assert!(spec(fw(Some(now), None), one_rack()).validate().is_err());
-        assert!(spec(fw(Some(now), Some(now + chrono::Duration::hours(1))), one_rack()).validate().is_ok());
+        assert!(
+            spec(
+                fw(Some(now), Some(now + chrono::Duration::hours(1))),
+                one_rack()
+            )
+            .validate()
+            .is_ok()
+        );
     }
 
     #[test]

@@ -34,7 +34,12 @@ pub enum EngineError {
 #[async_trait]
 pub trait WorkflowEngine: Send + Sync {
     /// Starts the task's run; returns the run id.
-    async fn start(&self, task_id: Uuid, plan: &Plan, timeout: Duration) -> Result<String, EngineError>;
+    async fn start(
+        &self,
+        task_id: Uuid,
+        plan: &Plan,
+        timeout: Duration,
+    ) -> Result<String, EngineError>;
     /// Asks the run to stop; a run that no longer exists is not an error.
     async fn cancel(&self, task_id: Uuid, reason: &str) -> Result<(), EngineError>;
     /// The run's state, or `None` when the engine has no run for the task.
@@ -50,16 +55,27 @@ pub struct DisabledEngine;
 
 #[async_trait]
 impl WorkflowEngine for DisabledEngine {
-    async fn start(&self, _task_id: Uuid, _plan: &Plan, _timeout: Duration) -> Result<String, EngineError> {
-        Err(EngineError::Unavailable("no workflow engine is configured in this process".into()))
+    async fn start(
+        &self,
+        _task_id: Uuid,
+        _plan: &Plan,
+        _timeout: Duration,
+    ) -> Result<String, EngineError> {
+        Err(EngineError::Unavailable(
+            "no workflow engine is configured in this process".into(),
+        ))
     }
 
     async fn cancel(&self, _task_id: Uuid, _reason: &str) -> Result<(), EngineError> {
-        Err(EngineError::Unavailable("no workflow engine is configured in this process".into()))
+        Err(EngineError::Unavailable(
+            "no workflow engine is configured in this process".into(),
+        ))
     }
 
     async fn state(&self, _task_id: Uuid) -> Result<Option<RunState>, EngineError> {
-        Err(EngineError::Unavailable("no workflow engine is configured in this process".into()))
+        Err(EngineError::Unavailable(
+            "no workflow engine is configured in this process".into(),
+        ))
     }
 
     async fn ping(&self) -> Result<bool, EngineError> {

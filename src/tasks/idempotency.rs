@@ -11,7 +11,13 @@ use crate::error::{Error, Result};
 
 /// Claims `key` for this request. Returns the earlier answer when the same request was already
 /// made; a different request under the same key, or one still being processed, is refused.
-pub async fn claim(db: &impl ConnectionTrait, key: &str, fingerprint: &str, request_id: Uuid, now: DateTime<Utc>) -> Result<Option<Submission>> {
+pub async fn claim(
+    db: &impl ConnectionTrait,
+    key: &str,
+    fingerprint: &str,
+    request_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Option<Submission>> {
     let row = operation_requests::ActiveModel {
         id: Set(request_id),
         idempotency_key: Set(Some(key.to_string())),
@@ -19,7 +25,10 @@ pub async fn claim(db: &impl ConnectionTrait, key: &str, fingerprint: &str, requ
         response: Set(serde_json::Value::Null),
         created_at: Set(now),
     };
-    match operation_requests::Entity::insert(row).exec_without_returning(db).await {
+    match operation_requests::Entity::insert(row)
+        .exec_without_returning(db)
+        .await
+    {
         Ok(_) => return Ok(None),
         Err(e) if crate::db::is_unique_violation(&e) => {}
         Err(e) => return Err(e.into()),
@@ -37,9 +46,14 @@ pub async fn claim(db: &impl ConnectionTrait, key: &str, fingerprint: &str, requ
         });
     }
     if existing.response.is_null() {
-        return Err(Error::conflict("request_in_progress", format!("a request with Idempotency-Key {key:?} is still being processed")));
+        return Err(Error::conflict(
+            "request_in_progress",
+            format!("a request with Idempotency-Key {key:?} is still being processed"),
+        ));
     }
-    serde_json::from_value(existing.response).map(Some).map_err(|e| Error::Internal(e.to_string()))
+    serde_json::from_value(existing.response)
+        .map(Some)
+        .map_err(|e| Error::Internal(e.to_string()))
 }
 
 /// Stores the answer for later retries.
@@ -55,6 +69,9 @@ pub async fn complete(db: &impl ConnectionTrait, key: &str, submission: &Submiss
 
 /// Frees a key whose request failed before creating anything.
 pub async fn forget(db: &impl ConnectionTrait, key: &str) -> Result<()> {
-    operation_requests::Entity::delete_many().filter(operation_requests::Column::IdempotencyKey.eq(key)).exec(db).await?;
+    operation_requests::Entity::delete_many()
+        .filter(operation_requests::Column::IdempotencyKey.eq(key))
+        .exec(db)
+        .await?;
     Ok(())
 }

@@ -2,7 +2,9 @@
 
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter,
+};
 
 use crate::db::entities::leases;
 use crate::error::Result;
@@ -10,14 +12,24 @@ use crate::error::Result;
 /// Takes or renews the lease `name` for `holder` until `now + ttl`. Succeeds when the lease is
 /// free, expired, or already ours; two processes racing for it cannot both win, because the
 /// take is a single conditional write.
-pub async fn acquire(db: &impl ConnectionTrait, name: &str, holder: &str, ttl: Duration, now: DateTime<Utc>) -> Result<bool> {
+pub async fn acquire(
+    db: &impl ConnectionTrait,
+    name: &str,
+    holder: &str,
+    ttl: Duration,
+    now: DateTime<Utc>,
+) -> Result<bool> {
     let expires = now + ttl;
     let insert = leases::Entity::insert(leases::ActiveModel {
         name: Set(name.to_string()),
         holder: Set(holder.to_string()),
         expires_at: Set(expires),
     })
-    .on_conflict(OnConflict::column(leases::Column::Name).do_nothing().to_owned())
+    .on_conflict(
+        OnConflict::column(leases::Column::Name)
+            .do_nothing()
+            .to_owned(),
+    )
     .exec_without_returning(db)
     .await?;
     if insert == 1 {
@@ -27,7 +39,11 @@ pub async fn acquire(db: &impl ConnectionTrait, name: &str, holder: &str, ttl: D
         .col_expr(leases::Column::Holder, Expr::value(holder))
         .col_expr(leases::Column::ExpiresAt, Expr::value(expires))
         .filter(leases::Column::Name.eq(name))
-        .filter(Condition::any().add(leases::Column::Holder.eq(holder)).add(leases::Column::ExpiresAt.lt(now)))
+        .filter(
+            Condition::any()
+                .add(leases::Column::Holder.eq(holder))
+                .add(leases::Column::ExpiresAt.lt(now)),
+        )
         .exec(db)
         .await?;
     Ok(taken.rows_affected == 1)

@@ -22,7 +22,14 @@ pub enum TaskStatus {
 }
 
 impl TaskStatus {
-    pub const ALL: [TaskStatus; 6] = [Self::Pending, Self::Waiting, Self::Running, Self::Succeeded, Self::Failed, Self::Cancelled];
+    pub const ALL: [TaskStatus; 6] = [
+        Self::Pending,
+        Self::Waiting,
+        Self::Running,
+        Self::Succeeded,
+        Self::Failed,
+        Self::Cancelled,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -81,7 +88,9 @@ impl Footprint {
     }
 
     fn shares_component_with(&self, other: &Footprint) -> bool {
-        self.components.iter().any(|a| other.components.iter().any(|b| a.id == b.id))
+        self.components
+            .iter()
+            .any(|a| other.components.iter().any(|b| a.id == b.id))
     }
 
     /// Whether two tasks may not run on the same rack at the same time:
@@ -93,7 +102,8 @@ impl Footprint {
         if self.task_type == BringUp || other.task_type == BringUp {
             return true;
         }
-        let shelf_power = |f: &Footprint| f.task_type == PowerControl && f.touches(ComponentType::PowerShelf);
+        let shelf_power =
+            |f: &Footprint| f.task_type == PowerControl && f.touches(ComponentType::PowerShelf);
         if shelf_power(self) || shelf_power(other) {
             return true;
         }
@@ -122,7 +132,10 @@ pub struct Task {
 
 impl Task {
     pub fn footprint(&self) -> Footprint {
-        Footprint { task_type: self.operation.task_type(), components: self.components.clone() }
+        Footprint {
+            task_type: self.operation.task_type(),
+            components: self.components.clone(),
+        }
     }
 }
 
@@ -149,7 +162,15 @@ impl StepStatus {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Pending, Self::Running, Self::Succeeded, Self::Failed, Self::Cancelled].into_iter().find(|t| t.as_str() == s)
+        [
+            Self::Pending,
+            Self::Running,
+            Self::Succeeded,
+            Self::Failed,
+            Self::Cancelled,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
     }
 }
 
@@ -181,7 +202,16 @@ mod tests {
     use super::*;
 
     fn fp(task_type: TaskType, components: &[(u8, ComponentType)]) -> Footprint {
-        Footprint { task_type, components: components.iter().map(|(n, k)| TaskComponent { id: Uuid::from_bytes([*n; 16]), kind: *k }).collect() }
+        Footprint {
+            task_type,
+            components: components
+                .iter()
+                .map(|(n, k)| TaskComponent {
+                    id: Uuid::from_bytes([*n; 16]),
+                    kind: *k,
+                })
+                .collect(),
+        }
     }
 
     #[test]
@@ -192,7 +222,11 @@ mod tests {
         assert!(!Succeeded.can_become(Running));
         assert!(!Cancelled.can_become(Failed));
         assert!(!Waiting.can_become(Running));
-        assert!(TaskStatus::ALL.iter().all(|s| TaskStatus::parse(s.as_str()) == Some(*s)));
+        assert!(
+            TaskStatus::ALL
+                .iter()
+                .all(|s| TaskStatus::parse(s.as_str()) == Some(*s))
+        );
     }
 
     #[test]
@@ -203,11 +237,29 @@ mod tests {
         let compute_power = fp(PowerControl, &[(2, Compute)]);
         let other_compute_fw = fp(FirmwareControl, &[(3, Compute)]);
         let same_compute_fw = fp(FirmwareControl, &[(2, Compute)]);
-        assert!(shelf_power.conflicts_with(&compute_power), "shelf power takes the rack from power work");
-        assert!(other_compute_fw.conflicts_with(&shelf_power), "and from firmware work");
-        assert!(!compute_power.conflicts_with(&other_compute_fw), "different trays may proceed");
-        assert!(compute_power.conflicts_with(&same_compute_fw), "the same tray may not");
-        assert!(fp(BringUp, &[]).conflicts_with(&other_compute_fw), "bring-up takes the whole rack");
-        assert!(!fp(FirmwareControl, &[(5, PowerShelf)]).conflicts_with(&fp(FirmwareControl, &[(6, PowerShelf)])));
+        assert!(
+            shelf_power.conflicts_with(&compute_power),
+            "shelf power takes the rack from power work"
+        );
+        assert!(
+            other_compute_fw.conflicts_with(&shelf_power),
+            "and from firmware work"
+        );
+        assert!(
+            !compute_power.conflicts_with(&other_compute_fw),
+            "different trays may proceed"
+        );
+        assert!(
+            compute_power.conflicts_with(&same_compute_fw),
+            "the same tray may not"
+        );
+        assert!(
+            fp(BringUp, &[]).conflicts_with(&other_compute_fw),
+            "bring-up takes the whole rack"
+        );
+        assert!(
+            !fp(FirmwareControl, &[(5, PowerShelf)])
+                .conflicts_with(&fp(FirmwareControl, &[(6, PowerShelf)]))
+        );
     }
 }

@@ -68,7 +68,8 @@ pub fn build(plan: Option<&Plan>, mut steps: Vec<StepRecord>) -> Option<Vec<Stag
             .iter()
             .map(|stage| {
                 let own: Vec<StepRecord> = {
-                    let (mine, rest): (Vec<_>, Vec<_>) = steps.drain(..).partition(|s| s.stage == stage.number);
+                    let (mine, rest): (Vec<_>, Vec<_>) =
+                        steps.drain(..).partition(|s| s.stage == stage.number);
                     steps = rest;
                     mine
                 };

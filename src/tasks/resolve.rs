@@ -13,7 +13,11 @@ use crate::inventory::rows::load_bmcs;
 use crate::operations::model::{ComponentTarget, RackRef, TargetSpec};
 
 /// Component types that operations drive; the others are inventory only.
-pub const DRIVEN_TYPES: [ComponentType; 3] = [ComponentType::PowerShelf, ComponentType::NvSwitch, ComponentType::Compute];
+pub const DRIVEN_TYPES: [ComponentType; 3] = [
+    ComponentType::PowerShelf,
+    ComponentType::NvSwitch,
+    ComponentType::Compute,
+];
 
 /// One rack's share of an operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,14 +38,21 @@ pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<
         TargetSpec::Racks(list) => {
             for (i, target) in list.iter().enumerate() {
                 let Some(rack) = find_rack(db, &target.rack).await? else {
-                    errors.push(FieldError::new(format!("target_spec.racks[{i}]"), format!("rack {} not found", target.rack)));
+                    errors.push(FieldError::new(
+                        format!("target_spec.racks[{i}]"),
+                        format!("rack {} not found", target.rack),
+                    ));
                     continue;
                 };
                 let rows = live_components(db, components::Column::RackId.eq(rack.id)).await?;
-                let entry = wanted.entry(rack.id).or_insert_with(|| (rack, HashSet::new()));
+                let entry = wanted
+                    .entry(rack.id)
+                    .or_insert_with(|| (rack, HashSet::new()));
                 for row in rows {
                     let kind = ComponentType::parse(&row.r#type);
-                    if kind.is_some_and(|k| target.component_types.is_empty() || target.component_types.contains(&k)) {
+                    if kind.is_some_and(|k| {
+                        target.component_types.is_empty() || target.component_types.contains(&k)
+                    }) {
                         entry.1.insert(row.id);
                     }
                 }
@@ -51,10 +62,14 @@ pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<
             for (i, target) in list.iter().enumerate() {
                 let field = format!("target_spec.components[{i}]");
                 let found = match target {
-                    ComponentTarget::Id(id) => live_components(db, components::Column::Id.eq(*id)).await?.pop(),
+                    ComponentTarget::Id(id) => live_components(db, components::Column::Id.eq(*id))
+                        .await?
+                        .pop(),
                     ComponentTarget::External { kind, id } => live_components(
                         db,
-                        sea_orm::Condition::all().add(components::Column::ExternalId.eq(id.as_str())).add(components::Column::Type.eq(kind.as_str())),
+                        sea_orm::Condition::all()
+                            .add(components::Column::ExternalId.eq(id.as_str()))
+                            .add(components::Column::Type.eq(kind.as_str())),
                     )
                     .await?
                     .pop(),
@@ -64,14 +79,28 @@ pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<
                     continue;
                 };
                 let Some(rack_id) = row.rack_id else {
-                    errors.push(FieldError::new(field, format!("component {} is in no rack", row.id)));
+                    errors.push(FieldError::new(
+                        field,
+                        format!("component {} is in no rack", row.id),
+                    ));
                     continue;
                 };
-                let Some(rack) = racks::Entity::find_by_id(rack_id).filter(racks::Column::DeletedAt.is_null()).one(db).await? else {
-                    errors.push(FieldError::new(field, format!("rack {rack_id} of component {} not found", row.id)));
+                let Some(rack) = racks::Entity::find_by_id(rack_id)
+                    .filter(racks::Column::DeletedAt.is_null())
+                    .one(db)
+                    .await?
+                else {
+                    errors.push(FieldError::new(
+                        field,
+                        format!("rack {rack_id} of component {} not found", row.id),
+                    ));
                     continue;
                 };
-                wanted.entry(rack.id).or_insert_with(|| (rack, HashSet::new())).1.insert(row.id);
+                wanted
+                    .entry(rack.id)
+                    .or_insert_with(|| (rack, HashSet::new()))
+                    .1
+                    .insert(row.id);
             }
         }
     }
@@ -81,7 +110,11 @@ pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<
     let mut work = Vec::with_capacity(wanted.len());
     for (rack_id, (rack, ids)) in wanted {
         let devices = devices_of(db, rack_id, Some(&rack.name), &ids).await?;
-        work.push(RackWork { rack_id, rack_name: rack.name, devices });
+        work.push(RackWork {
+            rack_id,
+            rack_name: rack.name,
+            devices,
+        });
     }
     Ok(work)
 }
@@ -95,7 +128,10 @@ async fn find_rack(db: &impl ConnectionTrait, rack: &RackRef) -> Result<Option<r
     Ok(query.one(db).await?)
 }
 
-async fn live_components(db: &impl ConnectionTrait, cond: impl sea_orm::sea_query::IntoCondition) -> Result<Vec<components::Model>> {
+async fn live_components(
+    db: &impl ConnectionTrait,
+    cond: impl sea_orm::sea_query::IntoCondition,
+) -> Result<Vec<components::Model>> {
     Ok(components::Entity::find()
         .filter(cond)
         .filter(components::Column::DeletedAt.is_null())
@@ -107,7 +143,12 @@ async fn live_components(db: &impl ConnectionTrait, cond: impl sea_orm::sea_quer
 }
 
 /// The live, driven devices of a rack among `ids` (components deleted meanwhile drop out).
-pub async fn devices_of(db: &impl ConnectionTrait, rack_id: Uuid, rack_name: Option<&str>, ids: &HashSet<Uuid>) -> Result<Vec<Device>> {
+pub async fn devices_of(
+    db: &impl ConnectionTrait,
+    rack_id: Uuid,
+    rack_name: Option<&str>,
+    ids: &HashSet<Uuid>,
+) -> Result<Vec<Device>> {
     let rows: Vec<components::Model> = live_components(db, components::Column::RackId.eq(rack_id))
         .await?
         .into_iter()
@@ -117,7 +158,10 @@ pub async fn devices_of(db: &impl ConnectionTrait, rack_id: Uuid, rack_name: Opt
     let mut bmcs = load_bmcs(db, &row_ids).await?;
     let mut devices = Vec::with_capacity(rows.len());
     for row in rows {
-        let Some(kind) = ComponentType::parse(&row.r#type).filter(|k| DRIVEN_TYPES.contains(k)) else { continue };
+        let Some(kind) = ComponentType::parse(&row.r#type).filter(|k| DRIVEN_TYPES.contains(k))
+        else {
+            continue;
+        };
         let own = bmcs.remove(&row.id).unwrap_or_default();
         let host = own.iter().find(|b| b.kind == BmcType::Host).or(own.first());
         devices.push(Device {

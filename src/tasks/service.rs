@@ -53,13 +53,20 @@ const RECONCILER_LEASE: &str = "task-reconciler";
 
 fn engine_error(e: EngineError) -> Error {
     match e {
-        EngineError::Unavailable(message) => Error::Unavailable { service: "temporal", message },
+        EngineError::Unavailable(message) => Error::Unavailable {
+            service: "temporal",
+            message,
+        },
         other => Error::Internal(other.to_string()),
     }
 }
 
 impl TaskService {
-    pub fn new(db: DatabaseConnection, engine: Arc<dyn WorkflowEngine>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(
+        db: DatabaseConnection,
+        engine: Arc<dyn WorkflowEngine>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         Self { db, engine, clock }
     }
 
@@ -69,12 +76,19 @@ impl TaskService {
 
     /// Turns one operation request into one task per targeted rack and starts their runs.
     /// With an idempotency key, a repeated request returns the first one's answer.
-    pub async fn submit(&self, spec: &OperationSpec, idempotency_key: Option<&str>) -> Result<Submission> {
+    pub async fn submit(
+        &self,
+        spec: &OperationSpec,
+        idempotency_key: Option<&str>,
+    ) -> Result<Submission> {
         spec.validate()?;
-        let fingerprint = serde_json::to_string(spec).map_err(|e| Error::Internal(e.to_string()))?;
+        let fingerprint =
+            serde_json::to_string(spec).map_err(|e| Error::Internal(e.to_string()))?;
         let request_id = Uuid::now_v7();
         if let Some(key) = idempotency_key
-            && let Some(previous) = super::idempotency::claim(&self.db, key, &fingerprint, request_id, self.clock.now()).await?
+            && let Some(previous) =
+                super::idempotency::claim(&self.db, key, &fingerprint, request_id, self.clock.now())
+                    .await?
         {
             return Ok(previous);
         }
@@ -91,7 +105,11 @@ impl TaskService {
 
     async fn submit_new(&self, spec: &OperationSpec, request_id: Uuid) -> Result<Submission> {
         let work = resolve::resolve(&self.db, &spec.targets).await?;
-        let mut submission = Submission { request_id, task_ids: Vec::new(), rejected: Vec::new() };
+        let mut submission = Submission {
+            request_id,
+            task_ids: Vec::new(),
+            rejected: Vec::new(),
+        };
         let mut to_dispatch = Vec::new();
         for rack in work {
             match self.create_task(spec, request_id, &rack).await? {
@@ -108,43 +126,105 @@ impl TaskService {
             self.dispatch(task).await?;
         }
         if submission.task_ids.is_empty() {
-            let errors: Vec<FieldError> =
-                submission.rejected.iter().map(|r| FieldError::new(format!("racks.{}", r.rack_name), r.reason.clone())).collect();
-            let message = "no task was created: ".to_string() + &errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ");
-            return Err(if submission.rejected.iter().all(|r| r.code == "no_components") {
-                Error::Unprocessable { code: "no_components", message, errors }
-            } else {
-                Error::Conflict { code: "rack_busy", message, errors }
-            });
+            let errors: Vec<FieldError> = submission
+                .rejected
+                .iter()
+                .map(|r| FieldError::new(format!("racks.{}", r.rack_name), r.reason.clone()))
+                .collect();
+            let message = "no task was created: every targeted rack was refused".to_string();
+            return Err(
+                if submission
+                    .rejected
+                    .iter()
+                    .all(|r| r.code == "no_components")
+                {
+                    Error::Unprocessable {
+                        code: "no_components",
+                        message,
+                        errors,
+                    }
+                } else {
+                    Error::Conflict {
+                        code: "rack_busy",
+                        message,
+                        errors,
+                    }
+                },
+            );
         }
         Ok(submission)
     }
 
     /// Inserts one rack's task after the conflict check, both under the rack's lock.
-    async fn create_task(&self, spec: &OperationSpec, request_id: Uuid, rack: &RackWork) -> Result<Result<Task, Rejection>> {
-        let reject = |code: &str, reason: String| Rejection { rack_id: rack.rack_id, rack_name: rack.rack_name.clone(), code: code.into(), reason };
+    async fn create_task(
+        &self,
+        spec: &OperationSpec,
+        request_id: Uuid,
+        rack: &RackWork,
+    ) -> Result<Result<Task, Rejection>> {
+        let reject = |code: &str, reason: String| Rejection {
+            rack_id: rack.rack_id,
+            rack_name: rack.rack_name.clone(),
+            code: code.into(),
+            reason,
+        };
         if rack.devices.is_empty() {
-            return Ok(Err(reject("no_components", "no compute, NVSwitch or power-shelf component is targeted".into())));
+            return Ok(Err(reject(
+                "no_components",
+                "no compute, NVSwitch or power-shelf component is targeted".into(),
+            )));
         }
         let now = self.clock.now();
-        let components: Vec<TaskComponent> = rack.devices.iter().map(|d| TaskComponent { id: d.component_id, kind: d.kind }).collect();
-        let footprint = Footprint { task_type: spec.operation.task_type(), components: components.clone() };
+        let components: Vec<TaskComponent> = rack
+            .devices
+            .iter()
+            .map(|d| TaskComponent {
+                id: d.component_id,
+                kind: d.kind,
+            })
+            .collect();
+        let footprint = Footprint {
+            task_type: spec.operation.task_type(),
+            components: components.clone(),
+        };
         let txn = self.db.begin().await?;
         store::lock_rack(&txn, rack.rack_id).await?;
-        let active = store::on_rack(&txn, rack.rack_id, &[TaskStatus::Pending, TaskStatus::Running]).await?;
-        let blocker = active.iter().find(|t| t.footprint().conflicts_with(&footprint));
+        let active = store::on_rack(
+            &txn,
+            rack.rack_id,
+            &[TaskStatus::Pending, TaskStatus::Running],
+        )
+        .await?;
+        let blocker = active
+            .iter()
+            .find(|t| t.footprint().conflicts_with(&footprint));
         let (status, message, expires) = match (blocker, spec.conflict_strategy) {
             (None, _) => (TaskStatus::Pending, "pending".to_string(), None),
             (Some(b), ConflictStrategy::Reject) => {
-                return Ok(Err(reject("rack_busy", format!("conflicts with {} task {} ({})", b.operation.code(), b.id, b.status.as_str()))));
+                return Ok(Err(reject(
+                    "rack_busy",
+                    format!(
+                        "conflicts with {} task {} ({})",
+                        b.operation.code(),
+                        b.id,
+                        b.status.as_str()
+                    ),
+                )));
             }
             (Some(b), ConflictStrategy::Queue) => {
                 let waiting = store::on_rack(&txn, rack.rack_id, &[TaskStatus::Waiting]).await?;
                 if waiting.len() >= MAX_WAITING_PER_RACK {
-                    return Ok(Err(reject("queue_full", format!("{} tasks already wait on this rack", waiting.len()))));
+                    return Ok(Err(reject(
+                        "queue_full",
+                        format!("{} tasks already wait on this rack", waiting.len()),
+                    )));
                 }
                 let expires = now + Duration::seconds(spec.queue_timeout_secs as i64);
-                (TaskStatus::Waiting, format!("queued behind task {}", b.id), Some(expires))
+                (
+                    TaskStatus::Waiting,
+                    format!("queued behind task {}", b.id),
+                    Some(expires),
+                )
             }
         };
         let task = Task {
@@ -176,16 +256,33 @@ impl TaskService {
         let plan = plan::build(&task.operation, &devices);
         let now = self.clock.now();
         if plan.stages.is_empty() {
-            store::transition(&self.db, task.id, &[TaskStatus::Pending], TaskStatus::Succeeded, "nothing to do: no targeted component remains", now).await?;
+            store::transition(
+                &self.db,
+                task.id,
+                &[TaskStatus::Pending],
+                TaskStatus::Succeeded,
+                "nothing to do: no targeted component remains",
+                now,
+            )
+            .await?;
             return self.promote(task.rack_id).await;
         }
         store::record_plan(&self.db, task.id, &plan, now).await?;
-        match self.engine.start(task.id, &plan, plan.workflow_timeout()).await {
+        match self
+            .engine
+            .start(task.id, &plan, plan.workflow_timeout())
+            .await
+        {
             Ok(run_id) => store::record_run(&self.db, task.id, &run_id, self.clock.now()).await,
             Err(EngineError::AlreadyStarted) => Ok(()),
             Err(e) => {
                 tracing::warn!(task = %task.id, error = %e, "could not start the task's workflow");
-                self.finish(task.id, TaskStatus::Failed, &format!("could not start: {e}")).await
+                self.finish(
+                    task.id,
+                    TaskStatus::Failed,
+                    &format!("could not start: {e}"),
+                )
+                .await
             }
         }
     }
@@ -196,13 +293,33 @@ impl TaskService {
         match task.status {
             TaskStatus::Cancelled => return Ok(task),
             TaskStatus::Succeeded | TaskStatus::Failed => {
-                return Err(Error::conflict("not_cancellable", format!("task {id} already ended ({})", task.status.as_str())));
+                return Err(Error::conflict(
+                    "not_cancellable",
+                    format!("task {id} already ended ({})", task.status.as_str()),
+                ));
             }
             TaskStatus::Waiting => {}
-            TaskStatus::Pending | TaskStatus::Running => self.engine.cancel(id, "cancelled by user").await.map_err(engine_error)?,
+            TaskStatus::Pending | TaskStatus::Running => self
+                .engine
+                .cancel(id, "cancelled by user")
+                .await
+                .map_err(engine_error)?,
         }
-        let from = [TaskStatus::Waiting, TaskStatus::Pending, TaskStatus::Running];
-        if store::transition(&self.db, id, &from, TaskStatus::Cancelled, "cancelled by user", self.clock.now()).await? {
+        let from = [
+            TaskStatus::Waiting,
+            TaskStatus::Pending,
+            TaskStatus::Running,
+        ];
+        if store::transition(
+            &self.db,
+            id,
+            &from,
+            TaskStatus::Cancelled,
+            "cancelled by user",
+            self.clock.now(),
+        )
+        .await?
+        {
             store::close_open_steps(&self.db, id, StepStatus::Cancelled, self.clock.now()).await?;
             self.promote(task.rack_id).await?;
         }
@@ -211,14 +328,30 @@ impl TaskService {
 
     /// The run started working: pending -> running.
     pub async fn mark_running(&self, id: Uuid) -> Result<bool> {
-        store::transition(&self.db, id, &[TaskStatus::Pending], TaskStatus::Running, "running", self.clock.now()).await
+        store::transition(
+            &self.db,
+            id,
+            &[TaskStatus::Pending],
+            TaskStatus::Running,
+            "running",
+            self.clock.now(),
+        )
+        .await
     }
 
     /// The run ended: records the outcome (unless the task already ended, e.g. cancelled), closes
     /// steps that never ran, and lets the rack's queue move.
     pub async fn finish(&self, id: Uuid, status: TaskStatus, message: &str) -> Result<()> {
         let now = self.clock.now();
-        let changed = store::transition(&self.db, id, &[TaskStatus::Pending, TaskStatus::Running], status, message, now).await?;
+        let changed = store::transition(
+            &self.db,
+            id,
+            &[TaskStatus::Pending, TaskStatus::Running],
+            status,
+            message,
+            now,
+        )
+        .await?;
         if changed {
             store::close_open_steps(&self.db, id, StepStatus::Cancelled, now).await?;
             let task = store::get(&self.db, id).await?;
@@ -237,17 +370,37 @@ impl TaskService {
         if waiting.is_empty() {
             return Ok(());
         }
-        let mut active = store::on_rack(&txn, rack_id, &[TaskStatus::Pending, TaskStatus::Running]).await?;
+        let mut active =
+            store::on_rack(&txn, rack_id, &[TaskStatus::Pending, TaskStatus::Running]).await?;
         let mut promoted = Vec::new();
         for task in waiting {
             if task.queue_expires_at.is_some_and(|at| at <= now) {
-                store::transition(&txn, task.id, &[TaskStatus::Waiting], TaskStatus::Cancelled, "expired: queue timeout reached", now).await?;
+                store::transition(
+                    &txn,
+                    task.id,
+                    &[TaskStatus::Waiting],
+                    TaskStatus::Cancelled,
+                    "expired: queue timeout reached",
+                    now,
+                )
+                .await?;
                 continue;
             }
-            if active.iter().any(|a| a.footprint().conflicts_with(&task.footprint())) {
+            if active
+                .iter()
+                .any(|a| a.footprint().conflicts_with(&task.footprint()))
+            {
                 break;
             }
-            store::transition(&txn, task.id, &[TaskStatus::Waiting], TaskStatus::Pending, "promoted: the rack is free", now).await?;
+            store::transition(
+                &txn,
+                task.id,
+                &[TaskStatus::Waiting],
+                TaskStatus::Pending,
+                "promoted: the rack is free",
+                now,
+            )
+            .await?;
             active.push(task.clone());
             promoted.push(task);
         }
@@ -263,27 +416,51 @@ impl TaskService {
     /// are moved. Returns how many tasks it corrected.
     pub async fn reconcile(&self, holder: &str, stale_after: std::time::Duration) -> Result<usize> {
         let now = self.clock.now();
-        if !lease::acquire(&self.db, RECONCILER_LEASE, holder, Duration::seconds(60), now).await? {
+        if !lease::acquire(
+            &self.db,
+            RECONCILER_LEASE,
+            holder,
+            Duration::seconds(60),
+            now,
+        )
+        .await?
+        {
             return Ok(0);
         }
         let mut fixed = 0;
         let stale = now - Duration::from_std(stale_after).unwrap_or_else(|_| Duration::seconds(60));
-        for task in store::with_status(&self.db, &[TaskStatus::Pending, TaskStatus::Running], 500).await? {
+        for task in
+            store::with_status(&self.db, &[TaskStatus::Pending, TaskStatus::Running], 500).await?
+        {
             let state = self.engine.state(task.id).await.map_err(engine_error)?;
             let outcome = match state {
                 Some(RunState::Running) => None,
-                Some(RunState::Completed) => Some((TaskStatus::Succeeded, "succeeded (reconciled: the run completed)")),
-                Some(RunState::Failed) => Some((TaskStatus::Failed, "failed (reconciled: the run failed)")),
-                Some(RunState::TimedOut) => Some((TaskStatus::Failed, "failed (reconciled: the run timed out)")),
-                Some(RunState::Terminated) => Some((TaskStatus::Failed, "failed (reconciled: the run was terminated)")),
-                Some(RunState::Cancelled) => Some((TaskStatus::Cancelled, "cancelled (reconciled)")),
+                Some(RunState::Completed) => Some((
+                    TaskStatus::Succeeded,
+                    "succeeded (reconciled: the run completed)",
+                )),
+                Some(RunState::Failed) => {
+                    Some((TaskStatus::Failed, "failed (reconciled: the run failed)"))
+                }
+                Some(RunState::TimedOut) => {
+                    Some((TaskStatus::Failed, "failed (reconciled: the run timed out)"))
+                }
+                Some(RunState::Terminated) => Some((
+                    TaskStatus::Failed,
+                    "failed (reconciled: the run was terminated)",
+                )),
+                Some(RunState::Cancelled) => {
+                    Some((TaskStatus::Cancelled, "cancelled (reconciled)"))
+                }
                 None if task.updated_at < stale && task.status == TaskStatus::Pending => {
                     // Created, but the process died before the run started: start it now.
                     self.dispatch(&task).await?;
                     fixed += 1;
                     None
                 }
-                None if task.updated_at < stale => Some((TaskStatus::Failed, "failed (reconciled: no run exists)")),
+                None if task.updated_at < stale => {
+                    Some((TaskStatus::Failed, "failed (reconciled: no run exists)"))
+                }
                 None => None,
             };
             if let Some((status, message)) = outcome {
@@ -291,7 +468,11 @@ impl TaskService {
                 fixed += 1;
             }
         }
-        let racks: HashSet<Uuid> = store::with_status(&self.db, &[TaskStatus::Waiting], 1000).await?.into_iter().map(|t| t.rack_id).collect();
+        let racks: HashSet<Uuid> = store::with_status(&self.db, &[TaskStatus::Waiting], 1000)
+            .await?
+            .into_iter()
+            .map(|t| t.rack_id)
+            .collect();
         for rack in racks {
             self.promote(rack).await?;
         }

@@ -5,7 +5,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 use uuid::Uuid;
 
@@ -30,10 +31,17 @@ fn corrupt(what: &str, id: Uuid, e: impl std::fmt::Display) -> Error {
 }
 
 pub(crate) fn task_from_row(row: tasks::Model) -> Result<Task> {
-    let operation: Operation = serde_json::from_value(row.spec.clone()).map_err(|e| corrupt("spec", row.id, e))?;
-    let components: Vec<TaskComponent> = serde_json::from_value(row.components.clone()).map_err(|e| corrupt("components", row.id, e))?;
-    let status = TaskStatus::parse(&row.status).ok_or_else(|| corrupt("status", row.id, &row.status))?;
-    let conflict_strategy = if row.conflict_strategy == "queue" { ConflictStrategy::Queue } else { ConflictStrategy::Reject };
+    let operation: Operation =
+        serde_json::from_value(row.spec.clone()).map_err(|e| corrupt("spec", row.id, e))?;
+    let components: Vec<TaskComponent> = serde_json::from_value(row.components.clone())
+        .map_err(|e| corrupt("components", row.id, e))?;
+    let status =
+        TaskStatus::parse(&row.status).ok_or_else(|| corrupt("status", row.id, &row.status))?;
+    let conflict_strategy = if row.conflict_strategy == "queue" {
+        ConflictStrategy::Queue
+    } else {
+        ConflictStrategy::Reject
+    };
     Ok(Task {
         id: row.id,
         request_id: row.request_id,
@@ -54,47 +62,67 @@ pub(crate) fn task_from_row(row: tasks::Model) -> Result<Task> {
 
 /// Inserts a new task row.
 pub async fn insert(db: &impl ConnectionTrait, task: &Task) -> Result<()> {
-    let row = tasks::ActiveModel {
-        id: Set(task.id),
-        request_id: Set(task.request_id),
-        operation: Set(task.operation.code().to_string()),
-        task_type: Set(serde_json::to_value(task.operation.task_type()).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()),
-        spec: Set(serde_json::to_value(&task.operation).map_err(|e| Error::Internal(e.to_string()))?),
-        description: Set(task.description.clone()),
-        rack_id: Set(task.rack_id),
-        components: Set(serde_json::to_value(&task.components).map_err(|e| Error::Internal(e.to_string()))?),
-        status: Set(task.status.as_str().to_string()),
-        message: Set(clip(&task.message)),
-        plan: Set(None),
-        conflict_strategy: Set(match task.conflict_strategy {
-            ConflictStrategy::Queue => "queue",
-            ConflictStrategy::Reject => "reject",
-        }
-        .to_string()),
-        queue_expires_at: Set(task.queue_expires_at),
-        workflow_run_id: Set(None),
-        created_at: Set(task.created_at),
-        updated_at: Set(task.updated_at),
-        started_at: Set(None),
-        finished_at: Set(None),
-    };
-    tasks::Entity::insert(row).exec_without_returning(db).await?;
+    let row =
+        tasks::ActiveModel {
+            id: Set(task.id),
+            request_id: Set(task.request_id),
+            operation: Set(task.operation.code().to_string()),
+            task_type: Set(serde_json::to_value(task.operation.task_type())
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()),
+            spec: Set(serde_json::to_value(&task.operation)
+                .map_err(|e| Error::Internal(e.to_string()))?),
+            description: Set(task.description.clone()),
+            rack_id: Set(task.rack_id),
+            components: Set(serde_json::to_value(&task.components)
+                .map_err(|e| Error::Internal(e.to_string()))?),
+            status: Set(task.status.as_str().to_string()),
+            message: Set(clip(&task.message)),
+            plan: Set(None),
+            conflict_strategy: Set(match task.conflict_strategy {
+                ConflictStrategy::Queue => "queue",
+                ConflictStrategy::Reject => "reject",
+            }
+            .to_string()),
+            queue_expires_at: Set(task.queue_expires_at),
+            workflow_run_id: Set(None),
+            created_at: Set(task.created_at),
+            updated_at: Set(task.updated_at),
+            started_at: Set(None),
+            finished_at: Set(None),
+        };
+    tasks::Entity::insert(row)
+        .exec_without_returning(db)
+        .await?;
     Ok(())
 }
 
 pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Task> {
-    let row = tasks::Entity::find_by_id(id).one(db).await?.ok_or_else(|| Error::not_found("task", id))?;
+    let row = tasks::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .ok_or_else(|| Error::not_found("task", id))?;
     task_from_row(row)
 }
 
 /// The stored plan of a dispatched task.
 pub async fn plan(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<Plan>> {
-    let row = tasks::Entity::find_by_id(id).one(db).await?.ok_or_else(|| Error::not_found("task", id))?;
-    row.plan.map(|p| serde_json::from_value(p).map_err(|e| corrupt("plan", id, e))).transpose()
+    let row = tasks::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .ok_or_else(|| Error::not_found("task", id))?;
+    row.plan
+        .map(|p| serde_json::from_value(p).map_err(|e| corrupt("plan", id, e)))
+        .transpose()
 }
 
 /// Tasks of a rack in the given states, oldest first.
-pub async fn on_rack(db: &impl ConnectionTrait, rack_id: Uuid, statuses: &[TaskStatus]) -> Result<Vec<Task>> {
+pub async fn on_rack(
+    db: &impl ConnectionTrait,
+    rack_id: Uuid,
+    statuses: &[TaskStatus],
+) -> Result<Vec<Task>> {
     let rows = tasks::Entity::find()
         .filter(tasks::Column::RackId.eq(rack_id))
         .filter(tasks::Column::Status.is_in(statuses.iter().map(|s| s.as_str())))
@@ -106,7 +134,11 @@ pub async fn on_rack(db: &impl ConnectionTrait, rack_id: Uuid, statuses: &[TaskS
 }
 
 /// Tasks in the given states, oldest first (for sweeps).
-pub async fn with_status(db: &impl ConnectionTrait, statuses: &[TaskStatus], limit: u64) -> Result<Vec<Task>> {
+pub async fn with_status(
+    db: &impl ConnectionTrait,
+    statuses: &[TaskStatus],
+    limit: u64,
+) -> Result<Vec<Task>> {
     let rows = tasks::Entity::find()
         .filter(tasks::Column::Status.is_in(statuses.iter().map(|s| s.as_str())))
         .order_by_asc(tasks::Column::CreatedAt)
@@ -131,8 +163,19 @@ pub async fn lock_rack(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<()> {
 /// Moves a task to `to` if it is in one of `from`: the only way statuses change, so concurrent
 /// writers (workflow, cancel, reconciler on another process) can never move a task backwards.
 /// Returns whether this call made the change.
-pub async fn transition(db: &impl ConnectionTrait, id: Uuid, from: &[TaskStatus], to: TaskStatus, message: &str, now: DateTime<Utc>) -> Result<bool> {
-    let allowed: Vec<&str> = from.iter().filter(|f| f.can_become(to)).map(|f| f.as_str()).collect();
+pub async fn transition(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+    from: &[TaskStatus],
+    to: TaskStatus,
+    message: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let allowed: Vec<&str> = from
+        .iter()
+        .filter(|f| f.can_become(to))
+        .map(|f| f.as_str())
+        .collect();
     if allowed.is_empty() {
         return Ok(false);
     }
@@ -146,12 +189,21 @@ pub async fn transition(db: &impl ConnectionTrait, id: Uuid, from: &[TaskStatus]
     if to.is_terminal() {
         update = update.col_expr(tasks::Column::FinishedAt, Expr::value(now));
     }
-    let result = update.filter(tasks::Column::Id.eq(id)).filter(tasks::Column::Status.is_in(allowed)).exec(db).await?;
+    let result = update
+        .filter(tasks::Column::Id.eq(id))
+        .filter(tasks::Column::Status.is_in(allowed))
+        .exec(db)
+        .await?;
     Ok(result.rows_affected == 1)
 }
 
 /// Records the plan a dispatched task runs and creates a pending step per device and stage.
-pub async fn record_plan(db: &impl ConnectionTrait, id: Uuid, plan: &Plan, now: DateTime<Utc>) -> Result<()> {
+pub async fn record_plan(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+    plan: &Plan,
+    now: DateTime<Utc>,
+) -> Result<()> {
     let json = serde_json::to_value(plan).map_err(|e| Error::Internal(e.to_string()))?;
     tasks::Entity::update_many()
         .col_expr(tasks::Column::Plan, Expr::value(json))
@@ -159,7 +211,10 @@ pub async fn record_plan(db: &impl ConnectionTrait, id: Uuid, plan: &Plan, now: 
         .filter(tasks::Column::Id.eq(id))
         .exec(db)
         .await?;
-    task_steps::Entity::delete_many().filter(task_steps::Column::TaskId.eq(id)).exec(db).await?;
+    task_steps::Entity::delete_many()
+        .filter(task_steps::Column::TaskId.eq(id))
+        .exec(db)
+        .await?;
     let rows: Vec<task_steps::ActiveModel> = plan
         .stages
         .iter()
@@ -183,13 +238,20 @@ pub async fn record_plan(db: &impl ConnectionTrait, id: Uuid, plan: &Plan, now: 
         })
         .collect();
     for chunk in rows.chunks(200) {
-        task_steps::Entity::insert_many(chunk.to_vec()).exec_without_returning(db).await?;
+        task_steps::Entity::insert_many(chunk.to_vec())
+            .exec_without_returning(db)
+            .await?;
     }
     Ok(())
 }
 
 /// Records the workflow run a dispatched task runs as.
-pub async fn record_run(db: &impl ConnectionTrait, id: Uuid, run_id: &str, now: DateTime<Utc>) -> Result<()> {
+pub async fn record_run(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+    run_id: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
     tasks::Entity::update_many()
         .col_expr(tasks::Column::WorkflowRunId, Expr::value(run_id))
         .col_expr(tasks::Column::UpdatedAt, Expr::value(now))
@@ -220,13 +282,22 @@ pub async fn update_step(
         .one(db)
         .await?
     else {
-        return Err(Error::not_found("task step", format!("{task_id}/{stage}/{component_id}")));
+        return Err(Error::not_found(
+            "task step",
+            format!("{task_id}/{stage}/{component_id}"),
+        ));
     };
-    if matches!(StepStatus::parse(&row.status), Some(StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled)) {
+    if matches!(
+        StepStatus::parse(&row.status),
+        Some(StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled)
+    ) {
         return Ok(());
     }
     let mut events: Vec<StepEvent> = serde_json::from_value(row.events.clone()).unwrap_or_default();
-    events.push(StepEvent { at: now, message: event.chars().take(MAX_MESSAGE).collect() });
+    events.push(StepEvent {
+        at: now,
+        message: event.chars().take(MAX_MESSAGE).collect(),
+    });
     let mut am: task_steps::ActiveModel = row.clone().into();
     am.status = Set(status.as_str().to_string());
     am.attempts = Set(attempts as i32);
@@ -235,7 +306,10 @@ pub async fn update_step(
     if row.started_at.is_none() && status != StepStatus::Pending {
         am.started_at = Set(Some(now));
     }
-    if matches!(status, StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled) {
+    if matches!(
+        status,
+        StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled
+    ) {
         am.finished_at = Set(Some(now));
     }
     am.updated_at = Set(now);
@@ -244,13 +318,21 @@ pub async fn update_step(
 }
 
 /// Marks every unfinished step of a task cancelled (the task was cancelled or failed early).
-pub async fn close_open_steps(db: &impl ConnectionTrait, task_id: Uuid, status: StepStatus, now: DateTime<Utc>) -> Result<()> {
+pub async fn close_open_steps(
+    db: &impl ConnectionTrait,
+    task_id: Uuid,
+    status: StepStatus,
+    now: DateTime<Utc>,
+) -> Result<()> {
     task_steps::Entity::update_many()
         .col_expr(task_steps::Column::Status, Expr::value(status.as_str()))
         .col_expr(task_steps::Column::FinishedAt, Expr::value(now))
         .col_expr(task_steps::Column::UpdatedAt, Expr::value(now))
         .filter(task_steps::Column::TaskId.eq(task_id))
-        .filter(task_steps::Column::Status.is_in([StepStatus::Pending.as_str(), StepStatus::Running.as_str()]))
+        .filter(
+            task_steps::Column::Status
+                .is_in([StepStatus::Pending.as_str(), StepStatus::Running.as_str()]),
+        )
         .exec(db)
         .await?;
     Ok(())
@@ -269,10 +351,12 @@ pub async fn steps(db: &impl ConnectionTrait, task_id: Uuid) -> Result<Vec<StepR
             Ok(StepRecord {
                 stage: row.stage as u32,
                 component_id: row.component_id,
-                kind: ComponentType::parse(&row.component_type).ok_or_else(|| corrupt("step type", task_id, &row.component_type))?,
+                kind: ComponentType::parse(&row.component_type)
+                    .ok_or_else(|| corrupt("step type", task_id, &row.component_type))?,
                 name: row.component_name,
                 action: row.action,
-                status: StepStatus::parse(&row.status).ok_or_else(|| corrupt("step status", task_id, &row.status))?,
+                status: StepStatus::parse(&row.status)
+                    .ok_or_else(|| corrupt("step status", task_id, &row.status))?,
                 attempts: u32::try_from(row.attempts).unwrap_or(0),
                 error: row.error,
                 events: serde_json::from_value(row.events).unwrap_or_default(),
@@ -284,7 +368,10 @@ pub async fn steps(db: &impl ConnectionTrait, task_id: Uuid) -> Result<Vec<StepR
 }
 
 /// Latest change to a task or any of its steps, for change feeds.
-pub async fn last_change(db: &impl ConnectionTrait, task_id: Uuid) -> Result<Option<DateTime<Utc>>> {
+pub async fn last_change(
+    db: &impl ConnectionTrait,
+    task_id: Uuid,
+) -> Result<Option<DateTime<Utc>>> {
     let task: Option<DateTime<Utc>> = tasks::Entity::find_by_id(task_id)
         .select_only()
         .column(tasks::Column::UpdatedAt)
@@ -323,7 +410,12 @@ fn decode_cursor(token: &str) -> Result<(DateTime<Utc>, Uuid)> {
 }
 
 /// One page of tasks, newest first.
-pub async fn list(db: &impl ConnectionTrait, filter: &TaskFilter, limit: u64, cursor: Option<&str>) -> Result<Page<Task>> {
+pub async fn list(
+    db: &impl ConnectionTrait,
+    filter: &TaskFilter,
+    limit: u64,
+    cursor: Option<&str>,
+) -> Result<Page<Task>> {
     let page = PageRequest::parse(Some(limit), None)?;
     let mut query = tasks::Entity::find();
     if let Some(rack) = filter.rack_id {
@@ -333,7 +425,8 @@ pub async fn list(db: &impl ConnectionTrait, filter: &TaskFilter, limit: u64, cu
         query = query.filter(tasks::Column::RequestId.eq(request));
     }
     if !filter.statuses.is_empty() {
-        query = query.filter(tasks::Column::Status.is_in(filter.statuses.iter().map(|s| s.as_str())));
+        query =
+            query.filter(tasks::Column::Status.is_in(filter.statuses.iter().map(|s| s.as_str())));
     }
     if let Some(op) = &filter.operation {
         query = query.filter(tasks::Column::Operation.eq(op.as_str()));
@@ -346,15 +439,27 @@ pub async fn list(db: &impl ConnectionTrait, filter: &TaskFilter, limit: u64, cu
             .from(task_steps::Entity)
             .and_where(Expr::col(task_steps::Column::ComponentId).eq(component))
             .to_owned();
-        let as_text = Expr::col(tasks::Column::Components).cast_as("text").like(format!("%{component}%"));
-        query = query.filter(Condition::any().add(tasks::Column::Id.in_subquery(by_step)).add(as_text));
-    }
-    let total = query.clone().count(db).await?;
-    if let Some((at, id)) = cursor.filter(|c| !c.is_empty()).map(decode_cursor).transpose()? {
+        let as_text = Expr::col(tasks::Column::Components)
+            .cast_as("text")
+            .like(format!("%{component}%"));
         query = query.filter(
             Condition::any()
-                .add(tasks::Column::CreatedAt.lt(at))
-                .add(Condition::all().add(tasks::Column::CreatedAt.eq(at)).add(tasks::Column::Id.lt(id))),
+                .add(tasks::Column::Id.in_subquery(by_step))
+                .add(as_text),
+        );
+    }
+    let total = query.clone().count(db).await?;
+    if let Some((at, id)) = cursor
+        .filter(|c| !c.is_empty())
+        .map(decode_cursor)
+        .transpose()?
+    {
+        query = query.filter(
+            Condition::any().add(tasks::Column::CreatedAt.lt(at)).add(
+                Condition::all()
+                    .add(tasks::Column::CreatedAt.eq(at))
+                    .add(tasks::Column::Id.lt(id)),
+            ),
         );
     }
     let rows = query
@@ -364,7 +469,14 @@ pub async fn list(db: &impl ConnectionTrait, filter: &TaskFilter, limit: u64, cu
         .all(db)
         .await?;
     let items: Vec<Task> = rows.into_iter().map(task_from_row).collect::<Result<_>>()?;
-    let mut page = Page::from_rows(items, limit, total, |_| crate::inventory::query::Cursor { name: String::new(), id: Uuid::nil() });
-    page.next_cursor = if page.next_cursor.is_some() { page.items.last().map(encode_cursor) } else { None };
+    let mut page = Page::from_rows(items, limit, total, |_| crate::inventory::query::Cursor {
+        name: String::new(),
+        id: Uuid::nil(),
+    });
+    page.next_cursor = if page.next_cursor.is_some() {
+        page.items.last().map(encode_cursor)
+    } else {
+        None
+    };
     Ok(page)
 }

@@ -65,7 +65,10 @@ pub struct RackActivities {
 /// Storage and bookkeeping failures: retry unless retrying cannot help.
 fn activity_error(e: Error) -> ActivityError {
     match e {
-        Error::Invalid(_) | Error::NotFound { .. } | Error::Conflict { .. } | Error::Unprocessable { .. } => {
+        Error::Invalid(_)
+        | Error::NotFound { .. }
+        | Error::Conflict { .. }
+        | Error::Unprocessable { .. } => {
             ActivityError::application(ApplicationFailure::non_retryable(e.to_string()))
         }
         other => ActivityError::application(ApplicationFailure::new(other.to_string())),
@@ -90,20 +93,45 @@ impl Progress for Heartbeat<'_> {
 impl RackActivities {
     /// The run has begun: pending -> running.
     #[activity(name = "TaskStarted")]
-    pub async fn task_started(self: Arc<Self>, _ctx: ActivityContext, task_id: Uuid) -> Result<bool, ActivityError> {
-        self.tasks.mark_running(task_id).await.map_err(activity_error)
+    pub async fn task_started(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        task_id: Uuid,
+    ) -> Result<bool, ActivityError> {
+        self.tasks
+            .mark_running(task_id)
+            .await
+            .map_err(activity_error)
     }
 
     /// Drives one device through its action and records the result on the task.
     #[activity(name = "DeviceStep")]
-    pub async fn device_step(self: Arc<Self>, ctx: ActivityContext, input: DeviceStepInput) -> Result<StepOutcome, ActivityError> {
+    pub async fn device_step(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: DeviceStepInput,
+    ) -> Result<StepOutcome, ActivityError> {
         let attempt = ctx.info().attempt;
         let db = self.tasks.db();
         let (task, stage, component) = (input.task_id, input.stage, input.device.component_id);
-        let start_note = format!("attempt {attempt}: {} on {}", input.action.label(), input.device.name);
-        store::update_step(db, task, stage, component, StepStatus::Running, attempt, None, &start_note, self.clock.now())
-            .await
-            .map_err(activity_error)?;
+        let start_note = format!(
+            "attempt {attempt}: {} on {}",
+            input.action.label(),
+            input.device.name
+        );
+        store::update_step(
+            db,
+            task,
+            stage,
+            component,
+            StepStatus::Running,
+            attempt,
+            None,
+            &start_note,
+            self.clock.now(),
+        )
+        .await
+        .map_err(activity_error)?;
         let result = {
             let progress = Heartbeat(&ctx);
             let work = steps::run(&self.registry, &input.action, &input.device, &progress);
@@ -122,28 +150,78 @@ impl RackActivities {
             }
         };
         let now = self.clock.now();
-        let outcome = |error: Option<String>| StepOutcome { component_id: component, name: input.device.name.clone(), error };
+        let outcome = |error: Option<String>| StepOutcome {
+            component_id: component,
+            name: input.device.name.clone(),
+            error,
+        };
         match result {
             Ok(detail) => {
-                store::update_step(db, task, stage, component, StepStatus::Succeeded, attempt, None, &detail, now).await.map_err(activity_error)?;
+                store::update_step(
+                    db,
+                    task,
+                    stage,
+                    component,
+                    StepStatus::Succeeded,
+                    attempt,
+                    None,
+                    &detail,
+                    now,
+                )
+                .await
+                .map_err(activity_error)?;
                 Ok(outcome(None))
             }
             Err(StepFailure::Cancelled) => {
-                store::update_step(db, task, stage, component, StepStatus::Cancelled, attempt, None, "cancelled", now).await.map_err(activity_error)?;
+                store::update_step(
+                    db,
+                    task,
+                    stage,
+                    component,
+                    StepStatus::Cancelled,
+                    attempt,
+                    None,
+                    "cancelled",
+                    now,
+                )
+                .await
+                .map_err(activity_error)?;
                 Err(ActivityError::cancelled())
             }
             Err(failure) if failure.is_retryable() && attempt < input.max_attempts => {
                 let note = format!("attempt {attempt} failed: {failure}; will retry");
-                store::update_step(db, task, stage, component, StepStatus::Running, attempt, Some(&failure.to_string()), &note, now)
-                    .await
-                    .map_err(activity_error)?;
-                Err(ActivityError::application(ApplicationFailure::new(failure.to_string())))
+                store::update_step(
+                    db,
+                    task,
+                    stage,
+                    component,
+                    StepStatus::Running,
+                    attempt,
+                    Some(&failure.to_string()),
+                    &note,
+                    now,
+                )
+                .await
+                .map_err(activity_error)?;
+                Err(ActivityError::application(ApplicationFailure::new(
+                    failure.to_string(),
+                )))
             }
             Err(failure) => {
                 let error = failure.to_string();
-                store::update_step(db, task, stage, component, StepStatus::Failed, attempt, Some(&error), &format!("failed: {error}"), now)
-                    .await
-                    .map_err(activity_error)?;
+                store::update_step(
+                    db,
+                    task,
+                    stage,
+                    component,
+                    StepStatus::Failed,
+                    attempt,
+                    Some(&error),
+                    &format!("failed: {error}"),
+                    now,
+                )
+                .await
+                .map_err(activity_error)?;
                 Ok(outcome(Some(error)))
             }
         }
@@ -151,17 +229,38 @@ impl RackActivities {
 
     /// Records a step the workflow gave up on without hearing from the activity.
     #[activity(name = "StepFailed")]
-    pub async fn step_failed(self: Arc<Self>, _ctx: ActivityContext, input: StepFailedInput) -> Result<(), ActivityError> {
+    pub async fn step_failed(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: StepFailedInput,
+    ) -> Result<(), ActivityError> {
         let now = self.clock.now();
         let note = format!("failed: {}", input.error);
-        store::update_step(self.tasks.db(), input.task_id, input.stage, input.component_id, StepStatus::Failed, 0, Some(&input.error), &note, now)
-            .await
-            .map_err(activity_error)
+        store::update_step(
+            self.tasks.db(),
+            input.task_id,
+            input.stage,
+            input.component_id,
+            StepStatus::Failed,
+            0,
+            Some(&input.error),
+            &note,
+            now,
+        )
+        .await
+        .map_err(activity_error)
     }
 
     /// Writes the task's final status and lets queued tasks on the rack go.
     #[activity(name = "TaskFinished")]
-    pub async fn task_finished(self: Arc<Self>, _ctx: ActivityContext, input: FinishInput) -> Result<(), ActivityError> {
-        self.tasks.finish(input.task_id, input.status, &input.message).await.map_err(activity_error)
+    pub async fn task_finished(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: FinishInput,
+    ) -> Result<(), ActivityError> {
+        self.tasks
+            .finish(input.task_id, input.status, &input.message)
+            .await
+            .map_err(activity_error)
     }
 }

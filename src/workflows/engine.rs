@@ -3,13 +3,14 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use temporalio_client::errors::{WorkflowInteractionError, WorkflowStartError};
-use temporalio_client::{
-    Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowExecutionStatus, WorkflowStartOptions,
-};
 use temporalio_client::NamespacedClient;
+use temporalio_client::errors::{WorkflowInteractionError, WorkflowStartError};
 use temporalio_client::grpc::WorkflowService;
 use temporalio_client::tonic::IntoRequest;
+use temporalio_client::{
+    Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowExecutionStatus,
+    WorkflowStartOptions,
+};
 use temporalio_common::protos::temporal::api::workflowservice::v1::DescribeNamespaceRequest;
 use uuid::Uuid;
 
@@ -28,20 +29,36 @@ pub struct TemporalEngine {
 
 impl std::fmt::Debug for TemporalEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TemporalEngine").field("task_queue", &self.task_queue).finish_non_exhaustive()
+        f.debug_struct("TemporalEngine")
+            .field("task_queue", &self.task_queue)
+            .finish_non_exhaustive()
     }
 }
 
 impl TemporalEngine {
     pub fn new(client: Client, task_queue: impl Into<String>) -> Self {
-        Self { client, task_queue: task_queue.into(), call_timeout: Duration::from_secs(15) }
+        Self {
+            client,
+            task_queue: task_queue.into(),
+            call_timeout: Duration::from_secs(15),
+        }
     }
 }
 
 /// Transport trouble is "unavailable" (the API answers 503); anything else is an error.
 fn classify(message: &str) -> EngineError {
     let lower = message.to_lowercase();
-    if ["unavailable", "transport", "connect", "timeout", "timed out", "deadline"].iter().any(|w| lower.contains(w)) {
+    if [
+        "unavailable",
+        "transport",
+        "connect",
+        "timeout",
+        "timed out",
+        "deadline",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+    {
         EngineError::Unavailable(message.to_string())
     } else {
         EngineError::Other(message.to_string())
@@ -50,20 +67,43 @@ fn classify(message: &str) -> EngineError {
 
 #[async_trait]
 impl WorkflowEngine for TemporalEngine {
-    async fn start(&self, task_id: Uuid, plan: &Plan, timeout: Duration) -> Result<String, EngineError> {
-        let input = RackOperationInput { task_id, plan: plan.clone() };
-        let options = WorkflowStartOptions::new(self.task_queue.clone(), task_id.to_string()).execution_timeout(timeout).build();
-        match tokio::time::timeout(self.call_timeout, self.client.start_workflow(RackOperationWorkflow::run, input, options)).await {
+    async fn start(
+        &self,
+        task_id: Uuid,
+        plan: &Plan,
+        timeout: Duration,
+    ) -> Result<String, EngineError> {
+        let input = RackOperationInput {
+            task_id,
+            plan: plan.clone(),
+        };
+        let options = WorkflowStartOptions::new(self.task_queue.clone(), task_id.to_string())
+            .execution_timeout(timeout)
+            .build();
+        match tokio::time::timeout(
+            self.call_timeout,
+            self.client
+                .start_workflow(RackOperationWorkflow::run, input, options),
+        )
+        .await
+        {
             Ok(Ok(handle)) => Ok(handle.run_id().unwrap_or_default().to_string()),
             Ok(Err(WorkflowStartError::AlreadyStarted { .. })) => Err(EngineError::AlreadyStarted),
             Ok(Err(e)) => Err(classify(&e.to_string())),
-            Err(_) => Err(EngineError::Unavailable(format!("starting the workflow took longer than {:?}", self.call_timeout))),
+            Err(_) => Err(EngineError::Unavailable(format!(
+                "starting the workflow took longer than {:?}",
+                self.call_timeout
+            ))),
         }
     }
 
     async fn cancel(&self, task_id: Uuid, reason: &str) -> Result<(), EngineError> {
-        let handle = self.client.get_workflow_handle::<RackOperationWorkflow>(task_id.to_string());
-        let options = WorkflowCancelOptions::builder().reason(reason.to_string()).build();
+        let handle = self
+            .client
+            .get_workflow_handle::<RackOperationWorkflow>(task_id.to_string());
+        let options = WorkflowCancelOptions::builder()
+            .reason(reason.to_string())
+            .build();
         match tokio::time::timeout(self.call_timeout, handle.cancel(options)).await {
             Ok(Ok(())) | Ok(Err(WorkflowInteractionError::NotFound(_))) => Ok(()),
             Ok(Err(e)) => Err(classify(&e.to_string())),
@@ -73,9 +113,17 @@ impl WorkflowEngine for TemporalEngine {
 
     async fn ping(&self) -> Result<bool, EngineError> {
         let mut service = self.client.clone();
-        let request = DescribeNamespaceRequest { namespace: NamespacedClient::namespace(&self.client), ..Default::default() };
+        let request = DescribeNamespaceRequest {
+            namespace: NamespacedClient::namespace(&self.client),
+            ..Default::default()
+        };
         // The raw call, without the client's retries: readiness must answer quickly.
-        match tokio::time::timeout(Duration::from_secs(3), WorkflowService::describe_namespace(&mut service, request.into_request())).await {
+        match tokio::time::timeout(
+            Duration::from_secs(3),
+            WorkflowService::describe_namespace(&mut service, request.into_request()),
+        )
+        .await
+        {
             Ok(Ok(_)) => Ok(true),
             Ok(Err(status)) => Err(EngineError::Unavailable(status.message().to_string())),
             Err(_) => Err(EngineError::Unavailable("no answer within 3s".into())),
@@ -83,15 +131,24 @@ impl WorkflowEngine for TemporalEngine {
     }
 
     async fn state(&self, task_id: Uuid) -> Result<Option<RunState>, EngineError> {
-        let handle = self.client.get_workflow_handle::<RackOperationWorkflow>(task_id.to_string());
-        let described = match tokio::time::timeout(self.call_timeout, handle.describe(WorkflowDescribeOptions::default())).await {
+        let handle = self
+            .client
+            .get_workflow_handle::<RackOperationWorkflow>(task_id.to_string());
+        let described = match tokio::time::timeout(
+            self.call_timeout,
+            handle.describe(WorkflowDescribeOptions::default()),
+        )
+        .await
+        {
             Ok(Ok(d)) => d,
             Ok(Err(WorkflowInteractionError::NotFound(_))) => return Ok(None),
             Ok(Err(e)) => return Err(classify(&e.to_string())),
             Err(_) => return Err(EngineError::Unavailable("describe timed out".into())),
         };
         Ok(Some(match described.status() {
-            WorkflowExecutionStatus::Running | WorkflowExecutionStatus::ContinuedAsNew | WorkflowExecutionStatus::Unspecified => RunState::Running,
+            WorkflowExecutionStatus::Running
+            | WorkflowExecutionStatus::ContinuedAsNew
+            | WorkflowExecutionStatus::Unspecified => RunState::Running,
             WorkflowExecutionStatus::Completed => RunState::Completed,
             WorkflowExecutionStatus::Failed => RunState::Failed,
             WorkflowExecutionStatus::Canceled => RunState::Cancelled,

@@ -7,12 +7,15 @@ use serde::{Deserialize, Serialize};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityCancellationType, ActivityExecutionError, ActivityOptions, ApplicationFailure, WorkflowCancellationToken,
-    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination, workflows::join_all,
+    ActivityCancellationType, ActivityExecutionError, ActivityOptions, ApplicationFailure,
+    WorkflowCancellationToken, WorkflowContext, WorkflowContextView, WorkflowResult,
+    WorkflowTermination, workflows::join_all,
 };
 use uuid::Uuid;
 
-use super::activities::{DeviceStepInput, FinishInput, RackActivities, StepFailedInput, StepOutcome};
+use super::activities::{
+    DeviceStepInput, FinishInput, RackActivities, StepFailedInput, StepOutcome,
+};
 use crate::operations::plan::{Plan, Stage};
 use crate::tasks::model::TaskStatus;
 
@@ -42,7 +45,13 @@ pub struct RackOperationWorkflow {
 /// cancellation token.
 fn bookkeeping() -> ActivityOptions {
     ActivityOptions::with_start_to_close_timeout(Duration::from_secs(30))
-        .retry_policy(RetryPolicy::builder().initial_interval(Duration::from_secs(1)).maximum_interval(Duration::from_secs(30)).maximum_attempts(10).build())
+        .retry_policy(
+            RetryPolicy::builder()
+                .initial_interval(Duration::from_secs(1))
+                .maximum_interval(Duration::from_secs(30))
+                .maximum_attempts(10)
+                .build(),
+        )
         .cancellation_token(WorkflowCancellationToken::new())
         .build()
 }
@@ -81,9 +90,13 @@ fn describe(err: &ActivityExecutionError) -> String {
 #[workflow_methods]
 impl RackOperationWorkflow {
     #[run(name = "RackOperation")]
-    pub async fn run(ctx: &mut WorkflowContext<Self>, input: RackOperationInput) -> WorkflowResult<TaskStatus> {
+    pub async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        input: RackOperationInput,
+    ) -> WorkflowResult<TaskStatus> {
         let task_id = input.task_id;
-        ctx.execute_activity(RackActivities::task_started, task_id, bookkeeping()).await?;
+        ctx.execute_activity(RackActivities::task_started, task_id, bookkeeping())
+            .await?;
         for stage in &input.plan.stages {
             ctx.state_mut(|s| {
                 s.stage = stage.number;
@@ -104,11 +117,17 @@ impl RackOperationWorkflow {
                     let options = device_options(stage);
                     async move {
                         // A deterministic semaphore: each run waits for a free slot in workflow state.
-                        if ctx.wait_condition(|s| s.in_flight < s.max_parallel).await.is_err() {
+                        if ctx
+                            .wait_condition(|s| s.in_flight < s.max_parallel)
+                            .await
+                            .is_err()
+                        {
                             return (step, None);
                         }
                         ctx.state_mut(|s| s.in_flight += 1);
-                        let result = ctx.execute_activity(RackActivities::device_step, step.clone(), options).await;
+                        let result = ctx
+                            .execute_activity(RackActivities::device_step, step.clone(), options)
+                            .await;
                         ctx.state_mut(|s| s.in_flight -= 1);
                         (step, Some(result))
                     }
@@ -117,20 +136,35 @@ impl RackOperationWorkflow {
             let results = join_all(runs).await;
 
             if ctx.cancellation_token().is_cancelled() {
-                let finish = FinishInput { task_id, status: TaskStatus::Cancelled, message: "cancelled by user".into() };
-                ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping()).await?;
+                let finish = FinishInput {
+                    task_id,
+                    status: TaskStatus::Cancelled,
+                    message: "cancelled by user".into(),
+                };
+                ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
+                    .await?;
                 return Err(WorkflowTermination::cancelled());
             }
             let mut failures: Vec<String> = Vec::new();
             for (step, result) in results {
                 let failed: Option<String> = match result {
                     Some(Ok(StepOutcome { error: None, .. })) => None,
-                    Some(Ok(StepOutcome { error: Some(error), name, .. })) => Some(format!("{name}: {error}")),
+                    Some(Ok(StepOutcome {
+                        error: Some(error),
+                        name,
+                        ..
+                    })) => Some(format!("{name}: {error}")),
                     Some(Err(err)) => {
                         // The activity could not record its own failure (it timed out or died).
                         let error = describe(&err);
-                        let record = StepFailedInput { task_id, stage: step.stage, component_id: step.device.component_id, error: error.clone() };
-                        ctx.execute_activity(RackActivities::step_failed, record, bookkeeping()).await?;
+                        let record = StepFailedInput {
+                            task_id,
+                            stage: step.stage,
+                            component_id: step.device.component_id,
+                            error: error.clone(),
+                        };
+                        ctx.execute_activity(RackActivities::step_failed, record, bookkeeping())
+                            .await?;
                         Some(format!("{}: {error}", step.device.name))
                     }
                     None => Some(format!("{}: not started", step.device.name)),
@@ -138,20 +172,42 @@ impl RackOperationWorkflow {
                 failures.extend(failed);
             }
             if !failures.is_empty() {
-                let message = format!("stage {} ({}) failed: {}", stage.number, stage.name, failures.join("; "));
-                let finish = FinishInput { task_id, status: TaskStatus::Failed, message: message.clone() };
-                ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping()).await?;
-                return Err(ApplicationFailure::builder(message).type_name("StageFailed".to_owned()).non_retryable(true).build().into());
+                let message = format!(
+                    "stage {} ({}) failed: {}",
+                    stage.number,
+                    stage.name,
+                    failures.join("; ")
+                );
+                let finish = FinishInput {
+                    task_id,
+                    status: TaskStatus::Failed,
+                    message: message.clone(),
+                };
+                ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
+                    .await?;
+                return Err(ApplicationFailure::builder(message)
+                    .type_name("StageFailed".to_owned())
+                    .non_retryable(true)
+                    .build()
+                    .into());
             }
         }
-        let finish = FinishInput { task_id, status: TaskStatus::Succeeded, message: "succeeded".into() };
-        ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping()).await?;
+        let finish = FinishInput {
+            task_id,
+            status: TaskStatus::Succeeded,
+            message: "succeeded".into(),
+        };
+        ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
+            .await?;
         Ok(TaskStatus::Succeeded)
     }
 
     /// Current stage and devices in flight.
     #[query]
     pub fn progress(&self, _ctx: &WorkflowContextView) -> RackOperationProgress {
-        RackOperationProgress { stage: self.stage, in_flight: self.in_flight }
+        RackOperationProgress {
+            stage: self.stage,
+            in_flight: self.in_flight,
+        }
     }
 }

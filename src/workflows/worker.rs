@@ -6,8 +6,12 @@ use std::time::Duration;
 
 use temporalio_client::grpc::WorkflowService;
 use temporalio_client::tonic::{Code, IntoRequest};
-use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, RegisterNamespaceOptions, Url};
-use temporalio_common::protos::temporal::api::workflowservice::v1::{DescribeNamespaceRequest, RegisterNamespaceRequest};
+use temporalio_client::{
+    Client, ClientOptions, Connection, ConnectionOptions, RegisterNamespaceOptions, Url,
+};
+use temporalio_common::protos::temporal::api::workflowservice::v1::{
+    DescribeNamespaceRequest, RegisterNamespaceRequest,
+};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use super::activities::RackActivities;
@@ -16,25 +20,39 @@ use crate::error::{Error, Result};
 use crate::tasks::TaskService;
 
 fn unavailable(message: impl std::fmt::Display) -> Error {
-    Error::Unavailable { service: "temporal", message: message.to_string() }
+    Error::Unavailable {
+        service: "temporal",
+        message: message.to_string(),
+    }
 }
 
 /// Connects to the Temporal frontend. Bounded in time: a frontend that accepts connections but
 /// never answers would otherwise hold start-up for the SDK's own 30 s.
 pub async fn connect(address: &str, namespace: &str, timeout: Duration) -> Result<Client> {
-    let url = Url::parse(address).map_err(|e| Error::invalid("FLOW_TEMPORAL_ADDRESS", e.to_string()))?;
-    let options = ConnectionOptions::new(url).identity(format!("flow-{}", std::process::id())).connect_timeout(timeout).build();
+    let url =
+        Url::parse(address).map_err(|e| Error::invalid("FLOW_TEMPORAL_ADDRESS", e.to_string()))?;
+    let options = ConnectionOptions::new(url)
+        .identity(format!("flow-{}", std::process::id()))
+        .connect_timeout(timeout)
+        .build();
     let connection = tokio::time::timeout(timeout, Connection::connect(options))
         .await
         .map_err(|_| unavailable(format!("no answer from {address} within {timeout:?}")))?
         .map_err(|e| unavailable(format!("{address}: {e}")))?;
-    Client::new(connection, ClientOptions::new(namespace.to_string()).build()).map_err(unavailable)
+    Client::new(
+        connection,
+        ClientOptions::new(namespace.to_string()).build(),
+    )
+    .map_err(unavailable)
 }
 
 /// Registers the namespace when the server does not know it (a fresh dev server or cluster).
 pub async fn ensure_namespace(client: &Client, namespace: &str) -> Result<()> {
     let mut service = client.clone();
-    let describe = DescribeNamespaceRequest { namespace: namespace.to_string(), ..Default::default() };
+    let describe = DescribeNamespaceRequest {
+        namespace: namespace.to_string(),
+        ..Default::default()
+    };
     match WorkflowService::describe_namespace(&mut service, describe.into_request()).await {
         Ok(_) => return Ok(()),
         Err(status) if status.code() == Code::NotFound => {}
@@ -55,7 +73,12 @@ pub async fn ensure_namespace(client: &Client, namespace: &str) -> Result<()> {
 
 /// A worker for the rack workflow on `task_queue`. Its `run()` future is not `Send`: drive it on
 /// the main task beside the HTTP server.
-pub fn build_worker(runtime: &Runtime, client: Client, task_queue: &str, activities: RackActivities) -> Result<Worker> {
+pub fn build_worker(
+    runtime: &Runtime,
+    client: Client,
+    task_queue: &str,
+    activities: RackActivities,
+) -> Result<Worker> {
     let options = WorkerOptions::new(task_queue.to_string())
         .register_workflow::<RackOperationWorkflow>()
         .map_err(|e| Error::Internal(format!("registering the workflow: {e}")))?
@@ -64,7 +87,8 @@ pub fn build_worker(runtime: &Runtime, client: Client, task_queue: &str, activit
         // A killed worker's tasks move to a live one after this, not after the default 10 s.
         .sticky_queue_schedule_to_start_timeout(Duration::from_secs(3))
         .build();
-    Worker::new(runtime, client, options).map_err(|e| Error::Internal(format!("creating the worker: {e}")))
+    Worker::new(runtime, client, options)
+        .map_err(|e| Error::Internal(format!("creating the worker: {e}")))
 }
 
 /// Runs reconciliation every `interval` until the process ends. Errors are logged and retried

@@ -29,10 +29,17 @@ fn racks(names: &[&str]) -> Value {
 }
 
 fn task_ids(r: &crate::support::TestResponse) -> Vec<String> {
-    r.body["task_ids"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect()
+    r.body["task_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect()
 }
 
-async fn a_two_rack_power_on_makes_two_tasks_that_power_shelves_then_switches_then_compute(ops: Ops) {
+async fn a_two_rack_power_on_makes_two_tasks_that_power_shelves_then_switches_then_compute(
+    ops: Ops,
+) {
     let psm = ops.psm.as_ref().unwrap();
     for n in [1, 2] {
         let rack = gb200_rack(n, 2);
@@ -42,19 +49,35 @@ async fn a_two_rack_power_on_makes_two_tasks_that_power_shelves_then_switches_th
             psm.add_shelf(&mac(n, idx, 0));
         }
     }
-    let r = ops.operate("power-on", &racks(&["rack-0001", "rack-0002"])).await;
+    let r = ops
+        .operate("power-on", &racks(&["rack-0001", "rack-0002"]))
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
     let ids = task_ids(&r);
     assert_eq!(ids.len(), 2);
-    assert_eq!(r.header("location"), Some(format!("/v1/tasks/{}", ids[0]).as_str()));
+    assert_eq!(
+        r.header("location"),
+        Some(format!("/v1/tasks/{}", ids[0]).as_str())
+    );
     for id in &ids {
         let task = ops.wait_end(id).await;
         assert_eq!(task["status"], "succeeded", "{task}");
-        let kinds: Vec<&str> = task["stages"].as_array().unwrap().iter().map(|s| s["component_type"].as_str().unwrap()).collect();
+        let kinds: Vec<&str> = task["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["component_type"].as_str().unwrap())
+            .collect();
         assert_eq!(kinds, vec!["powershelf", "nvswitch", "compute"]);
         for stage in task["stages"].as_array().unwrap() {
             assert_eq!(stage["status"], "succeeded", "{stage}");
-            assert!(stage["components"].as_array().unwrap().iter().all(|c| c["status"] == "succeeded" && c["attempts"] == 1));
+            assert!(
+                stage["components"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|c| c["status"] == "succeeded" && c["attempts"] == 1)
+            );
         }
     }
     // The order as the devices saw it: every shelf was powered through PSM before any switch
@@ -63,17 +86,39 @@ async fn a_two_rack_power_on_makes_two_tasks_that_power_shelves_then_switches_th
         let shelves_on = psm
             .calls()
             .into_iter()
-            .filter(|c| c.rpc == "PowerOn" && c.macs.iter().any(|m| m.starts_with(&format!("02:00:{n:02x}"))))
+            .filter(|c| {
+                c.rpc == "PowerOn"
+                    && c.macs
+                        .iter()
+                        .any(|m| m.starts_with(&format!("02:00:{n:02x}")))
+            })
             .map(|c| c.at)
             .max()
             .expect("shelves powered through PSM");
         let events = ops.sim.events();
-        let of = |kind: &str| events.iter().filter(|e| e.serial.starts_with(&format!("SN-{n:04}-{kind}")) && e.op == "power_on").map(|e| e.at).collect::<Vec<_>>();
+        let of = |kind: &str| {
+            events
+                .iter()
+                .filter(|e| {
+                    e.serial.starts_with(&format!("SN-{n:04}-{kind}")) && e.op == "power_on"
+                })
+                .map(|e| e.at)
+                .collect::<Vec<_>>()
+        };
         let (switches, compute) = (of("nvswitch"), of("compute"));
         assert_eq!((switches.len(), compute.len()), (2, 2));
-        assert!(switches.iter().all(|s| *s > shelves_on), "switches before shelves were on");
-        assert!(compute.iter().all(|c| switches.iter().all(|s| c > s)), "compute before switches were on");
-        assert_eq!(psm.shelf_power(&mac(n, 5, 0)), Some(flow::components::DevicePower::On));
+        assert!(
+            switches.iter().all(|s| *s > shelves_on),
+            "switches before shelves were on"
+        );
+        assert!(
+            compute.iter().all(|c| switches.iter().all(|s| c > s)),
+            "compute before switches were on"
+        );
+        assert_eq!(
+            psm.shelf_power(&mac(n, 5, 0)),
+            Some(flow::components::DevicePower::On)
+        );
     }
 }
 
@@ -84,16 +129,41 @@ async fn one_failing_component_fails_its_task_names_it_and_keeps_the_others_resu
     let task = ops.wait_end(id).await;
     assert_eq!(task["status"], "failed", "{task}");
     let message = task["message"].as_str().unwrap();
-    assert!(message.contains("r0001-gpu01"), "the message names the component: {message}");
-    let compute = task["stages"].as_array().unwrap().iter().find(|s| s["component_type"] == "compute").unwrap();
+    assert!(
+        message.contains("r0001-gpu01"),
+        "the message names the component: {message}"
+    );
+    let compute = task["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["component_type"] == "compute")
+        .unwrap();
     assert_eq!(compute["status"], "failed");
-    let by_name = |name: &str| compute["components"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap().clone();
+    let by_name = |name: &str| {
+        compute["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
     let bad = by_name("r0001-gpu01");
     assert_eq!(bad["status"], "failed");
     assert_eq!(bad["attempts"], 1, "a device that refuses is not retried");
     assert!(bad["error"].as_str().unwrap().contains("rejected"), "{bad}");
-    assert_eq!(by_name("r0001-gpu00")["status"], "succeeded", "the other tray's result is kept");
-    let earlier: Vec<&Value> = task["stages"].as_array().unwrap().iter().filter(|s| s["component_type"] != "compute").collect();
+    assert_eq!(
+        by_name("r0001-gpu00")["status"],
+        "succeeded",
+        "the other tray's result is kept"
+    );
+    let earlier: Vec<&Value> = task["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["component_type"] != "compute")
+        .collect();
     assert!(earlier.iter().all(|s| s["status"] == "succeeded"));
 }
 
@@ -104,7 +174,14 @@ async fn a_running_task_is_cancelled_and_its_unfinished_steps_with_it(ops: Ops) 
     // Wait until the slow tray is being driven, then cancel.
     ops.wait_task(&id, |t| {
         t["stages"].as_array().is_some_and(|stages| {
-            stages.iter().any(|s| s["component_type"] == "compute" && s["components"].as_array().unwrap().iter().any(|c| c["status"] == "running"))
+            stages.iter().any(|s| {
+                s["component_type"] == "compute"
+                    && s["components"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|c| c["status"] == "running")
+            })
         })
     })
     .await;
@@ -113,20 +190,44 @@ async fn a_running_task_is_cancelled_and_its_unfinished_steps_with_it(ops: Ops) 
     assert_eq!(cancelled.body["status"], "cancelled");
     let task = ops.wait_end(&id).await;
     assert_eq!(task["status"], "cancelled");
-    let compute = task["stages"].as_array().unwrap().iter().find(|s| s["component_type"] == "compute").unwrap();
-    let slow = compute["components"].as_array().unwrap().iter().find(|c| c["name"] == "r0001-gpu00").unwrap();
+    let compute = task["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["component_type"] == "compute")
+        .unwrap();
+    let slow = compute["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "r0001-gpu00")
+        .unwrap();
     assert_eq!(slow["status"], "cancelled", "{slow}");
     // Cancelling again is a no-op; a finished task cannot be cancelled.
-    assert_eq!(ops.app.post_empty(&format!("/v1/tasks/{id}/cancel")).await.status, 200);
+    assert_eq!(
+        ops.app
+            .post_empty(&format!("/v1/tasks/{id}/cancel"))
+            .await
+            .status,
+        200
+    );
     // The workflow itself ends cancelled on the Temporal side.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let handle = ops.client.get_workflow_handle::<flow::workflows::rack_operation::RackOperationWorkflow>(id.clone());
+        let handle = ops
+            .client
+            .get_workflow_handle::<flow::workflows::rack_operation::RackOperationWorkflow>(
+                id.clone(),
+            );
         let d = handle.describe(Default::default()).await.unwrap();
         if d.status() == temporalio_client::WorkflowExecutionStatus::Canceled {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "workflow still {:?}", d.status());
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "workflow still {:?}",
+            d.status()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -139,7 +240,14 @@ async fn a_queued_operation_waits_for_the_rack_then_runs_and_reject_answers_409(
 
     let rejected = ops.operate("power-off", &racks(&["rack-0001"])).await;
     rejected.assert_problem(409, "rack_busy");
-    assert!(rejected.body["detail"].as_str().unwrap().contains(&first_id), "{}", rejected.text);
+    assert!(
+        rejected.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&first_id),
+        "{}",
+        rejected.text
+    );
 
     let mut queued_body = racks(&["rack-0001"]);
     queued_body["conflict_strategy"] = json!("queue");
@@ -154,9 +262,21 @@ async fn a_queued_operation_waits_for_the_rack_then_runs_and_reject_answers_409(
     assert_eq!(first_task["status"], "succeeded");
     let second = ops.wait_end(&second_id).await;
     assert_eq!(second["status"], "succeeded", "{second}");
-    assert!(second["started_at"].as_str().unwrap() >= first_task["finished_at"].as_str().unwrap(), "FIFO: it ran after the first");
-    let kinds: Vec<&str> = second["stages"].as_array().unwrap().iter().map(|s| s["component_type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, vec!["compute", "nvswitch", "powershelf"], "power-off goes the other way");
+    assert!(
+        second["started_at"].as_str().unwrap() >= first_task["finished_at"].as_str().unwrap(),
+        "FIFO: it ran after the first"
+    );
+    let kinds: Vec<&str> = second["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["component_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec!["compute", "nvswitch", "powershelf"],
+        "power-off goes the other way"
+    );
     let listed = ops.app.get("/v1/tasks?operation=power_off").await;
     assert_eq!(listed.body["total"], 1);
 }
@@ -164,25 +284,93 @@ async fn a_queued_operation_waits_for_the_rack_then_runs_and_reject_answers_409(
 async fn bad_operation_input_is_refused_and_creates_no_task(ops: Ops) {
     ops.app.create_rack(&gb200_rack(1, 1)).await;
     let cases = [
-        ("power-on", json!({"target_spec": {"racks": [{"name": "no-such-rack"}]}}), 400, "target_spec.racks[0]"),
-        ("power-on", json!({"target_spec": {"racks": []}}), 400, "target_spec.racks"),
+        (
+            "power-on",
+            json!({"target_spec": {"racks": [{"name": "no-such-rack"}]}}),
+            400,
+            "target_spec.racks[0]",
+        ),
+        (
+            "power-on",
+            json!({"target_spec": {"racks": []}}),
+            400,
+            "target_spec.racks",
+        ),
         ("power-on", json!({"target_spec": {}}), 400, "target_spec"),
-        ("power-on", json!({"target_spec": {"racks": [{"name": "rack-0001"}], "components": [{"id": uuid::Uuid::new_v4()}]}}), 400, "target_spec"),
-        ("power-on", json!({"target_spec": {"racks": [{"name": "rack-0001", "component_types": ["gpu"]}]}}), 400, "target_spec.racks[0].component_types[0]"),
-        ("power-on", json!({"target_spec": {"components": [{"id": uuid::Uuid::new_v4()}]}}), 400, "target_spec.components[0]"),
-        ("firmware-upgrade", json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "start_time": "2026-12-02T00:00:00Z", "end_time": "2026-12-01T00:00:00Z"}), 400, "end_time"),
-        ("firmware-upgrade", json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "start_time": "2026-12-02T00:00:00Z"}), 400, "end_time"),
-        ("firmware-upgrade", json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "sub_targets": ["flux"]}), 400, "sub_targets[0]"),
-        ("power-on", json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "conflict_strategy": "maybe"}), 400, "conflict_strategy"),
-        ("power-on", json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "queue_timeout_seconds": 0}), 400, "queue_timeout_seconds"),
-        ("bring-up", json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "conflict_strategy": "queue"}), 400, "conflict_strategy"),
-        ("power-on", json!({"target_spec": {"racks": [{"name": "rack-0001", "component_types": ["torswitch"]}]}}), 422, "racks.rack-0001"),
+        (
+            "power-on",
+            json!({"target_spec": {"racks": [{"name": "rack-0001"}], "components": [{"id": uuid::Uuid::new_v4()}]}}),
+            400,
+            "target_spec",
+        ),
+        (
+            "power-on",
+            json!({"target_spec": {"racks": [{"name": "rack-0001", "component_types": ["gpu"]}]}}),
+            400,
+            "target_spec.racks[0].component_types[0]",
+        ),
+        (
+            "power-on",
+            json!({"target_spec": {"components": [{"id": uuid::Uuid::new_v4()}]}}),
+            400,
+            "target_spec.components[0]",
+        ),
+        (
+            "firmware-upgrade",
+            json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "start_time": "2026-12-02T00:00:00Z", "end_time": "2026-12-01T00:00:00Z"}),
+            400,
+            "end_time",
+        ),
+        (
+            "firmware-upgrade",
+            json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "start_time": "2026-12-02T00:00:00Z"}),
+            400,
+            "end_time",
+        ),
+        (
+            "firmware-upgrade",
+            json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "sub_targets": ["flux"]}),
+            400,
+            "sub_targets[0]",
+        ),
+        (
+            "power-on",
+            json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "conflict_strategy": "maybe"}),
+            400,
+            "conflict_strategy",
+        ),
+        (
+            "power-on",
+            json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "queue_timeout_seconds": 0}),
+            400,
+            "queue_timeout_seconds",
+        ),
+        (
+            "bring-up",
+            json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "conflict_strategy": "queue"}),
+            400,
+            "conflict_strategy",
+        ),
+        (
+            "power-on",
+            json!({"target_spec": {"racks": [{"name": "rack-0001", "component_types": ["torswitch"]}]}}),
+            422,
+            "racks.rack-0001",
+        ),
     ];
     for (op, body, status, field) in cases {
         let r = ops.operate(op, &body).await;
         assert_eq!(r.status.as_u16(), status, "{op} {body}: {}", r.text);
-        assert!(r.error_fields().iter().any(|f| f == field), "{op} {body}: expected {field}, got {:?} ({})", r.error_fields(), r.text);
+        assert!(
+            r.error_fields().iter().any(|f| f == field),
+            "{op} {body}: expected {field}, got {:?} ({})",
+            r.error_fields(),
+            r.text
+        );
     }
     assert_eq!(ops.app.count_rows("tasks").await, 0);
-    ops.app.get(&format!("/v1/tasks/{}", uuid::Uuid::new_v4())).await.assert_problem(404, "not_found");
+    ops.app
+        .get(&format!("/v1/tasks/{}", uuid::Uuid::new_v4()))
+        .await
+        .assert_problem(404, "not_found");
 }

@@ -20,6 +20,9 @@ ops_on_both_backends!(
         s.slow_latency = Duration::from_secs(60);
     }),
     the_reconciler_lease_is_held_by_one_process_at_a_time,
+    a_bring_up_powers_the_rack_on_then_brings_firmware_to_the_desired_version: |b: OpsBuilder| b.sim(|s| {
+        s.firmware_duration = Duration::from_millis(200);
+    }),
     a_queued_task_expires_when_the_rack_stays_busy_and_a_waiting_one_cancels_at_once: |b: OpsBuilder| b.sim(|s| {
         s.slow_serials.insert("SN-0001-compute-00".into());
         s.slow_latency = Duration::from_secs(60);
@@ -29,7 +32,10 @@ ops_on_both_backends!(
 fn reconciler(ops: &Ops) -> flow::tasks::TaskService {
     flow::tasks::TaskService::new(
         ops.app.db.db.clone(),
-        std::sync::Arc::new(flow::workflows::TemporalEngine::new(ops.client.clone(), ops.task_queue.clone())),
+        std::sync::Arc::new(flow::workflows::TemporalEngine::new(
+            ops.client.clone(),
+            ops.task_queue.clone(),
+        )),
         std::sync::Arc::new(flow::app::SystemClock),
     )
 }
@@ -41,17 +47,49 @@ fn rack(name: &str) -> Value {
 async fn an_idempotency_key_returns_the_same_tasks_and_refuses_a_different_body(ops: Ops) {
     ops.app.create_rack(&gb200_rack(1, 1)).await;
     let headers = [("idempotency-key", "power-on-rack-1")];
-    let first = ops.app.call(Method::POST, "/v1/operations/power-on", Some(&rack("rack-0001")), &headers).await;
+    let first = ops
+        .app
+        .call(
+            Method::POST,
+            "/v1/operations/power-on",
+            Some(&rack("rack-0001")),
+            &headers,
+        )
+        .await;
     assert_eq!(first.status, 202, "{}", first.text);
-    let again = ops.app.call(Method::POST, "/v1/operations/power-on", Some(&rack("rack-0001")), &headers).await;
+    let again = ops
+        .app
+        .call(
+            Method::POST,
+            "/v1/operations/power-on",
+            Some(&rack("rack-0001")),
+            &headers,
+        )
+        .await;
     assert_eq!(again.status, 202, "{}", again.text);
-    assert_eq!(again.body, first.body, "a retried request gets the first answer");
+    assert_eq!(
+        again.body, first.body,
+        "a retried request gets the first answer"
+    );
     assert_eq!(ops.app.count_rows("tasks").await, 1);
     let mut other = rack("rack-0001");
     other["description"] = json!("something else");
-    ops.app.call(Method::POST, "/v1/operations/power-on", Some(&other), &headers).await.assert_problem(422, "idempotency_key_reused");
-    ops.wait_end(first.body["task_ids"][0].as_str().unwrap()).await;
-    assert_eq!(ops.app.get("/readyz").await.status, 200, "database and Temporal answer");
+    ops.app
+        .call(
+            Method::POST,
+            "/v1/operations/power-on",
+            Some(&other),
+            &headers,
+        )
+        .await
+        .assert_problem(422, "idempotency_key_reused");
+    ops.wait_end(first.body["task_ids"][0].as_str().unwrap())
+        .await;
+    assert_eq!(
+        ops.app.get("/readyz").await.status,
+        200,
+        "database and Temporal answer"
+    );
 }
 
 async fn the_event_stream_sends_every_change_until_the_task_ends(ops: Ops) {
@@ -59,7 +97,12 @@ async fn the_event_stream_sends_every_change_until_the_task_ends(ops: Ops) {
     let r = ops.operate("power-on", &rack("rack-0001")).await;
     let id = r.body["task_ids"][0].as_str().unwrap().to_string();
     // The stream ends by itself when the task does; reading it whole proves that.
-    let response = tokio::time::timeout(Duration::from_secs(60), ops.app.get(&format!("/v1/tasks/{id}/events"))).await.expect("the stream ends");
+    let response = tokio::time::timeout(
+        Duration::from_secs(60),
+        ops.app.get(&format!("/v1/tasks/{id}/events")),
+    )
+    .await
+    .expect("the stream ends");
     assert_eq!(response.status, 200);
     assert_eq!(response.header("content-type"), Some("text/event-stream"));
     let events: Vec<Value> = response
@@ -72,42 +115,122 @@ async fn the_event_stream_sends_every_change_until_the_task_ends(ops: Ops) {
     assert!(response.text.contains("event: task"));
     assert_eq!(events.last().unwrap()["status"], "succeeded");
     assert!(events.iter().all(|e| e["id"] == id.as_str()));
-    ops.app.get(&format!("/v1/tasks/{}/events", uuid::Uuid::new_v4())).await.assert_problem(404, "not_found");
+    ops.app
+        .get(&format!("/v1/tasks/{}/events", uuid::Uuid::new_v4()))
+        .await
+        .assert_problem(404, "not_found");
 }
 
 async fn rack_shortcuts_and_task_filters_work_together(ops: Ops) {
     let created = ops.app.create_rack(&gb200_rack(1, 1)).await;
     ops.app.create_rack(&gb200_rack(2, 1)).await;
     let rack_id = created["id"].as_str().unwrap();
-    let on = ops.app.patch(&format!("/v1/racks/{rack_id}/power"), &json!({"state": "on"})).await;
+    let on = ops
+        .app
+        .patch(
+            &format!("/v1/racks/{rack_id}/power"),
+            &json!({"state": "on"}),
+        )
+        .await;
     assert_eq!(on.status, 202, "{}", on.text);
     let on_id = on.body["task_ids"][0].as_str().unwrap().to_string();
     assert_eq!(ops.wait_end(&on_id).await["status"], "succeeded");
-    let cycle = ops.app.patch(&format!("/v1/racks/{rack_id}/power"), &json!({"state": "cycle"})).await;
+    let cycle = ops
+        .app
+        .patch(
+            &format!("/v1/racks/{rack_id}/power"),
+            &json!({"state": "cycle"}),
+        )
+        .await;
     let cycle_id = cycle.body["task_ids"][0].as_str().unwrap().to_string();
     let cycled = ops.wait_end(&cycle_id).await;
     assert_eq!(cycled["status"], "succeeded", "{cycled}");
     assert_eq!(cycled["operation"], "restart");
-    assert_eq!(cycled["stages"].as_array().unwrap().len(), 6, "off in three stages, on in three");
-    ops.app.patch(&format!("/v1/racks/{rack_id}/power"), &json!({"state": "sideways"})).await.assert_problem(400, "invalid_input");
-    ops.app.patch(&format!("/v1/racks/{}/power", uuid::Uuid::new_v4()), &json!({"state": "on"})).await.assert_problem(400, "invalid_input");
+    assert_eq!(
+        cycled["stages"].as_array().unwrap().len(),
+        6,
+        "off in three stages, on in three"
+    );
+    ops.app
+        .patch(
+            &format!("/v1/racks/{rack_id}/power"),
+            &json!({"state": "sideways"}),
+        )
+        .await
+        .assert_problem(400, "invalid_input");
+    ops.app
+        .patch(
+            &format!("/v1/racks/{}/power", uuid::Uuid::new_v4()),
+            &json!({"state": "on"}),
+        )
+        .await
+        .assert_problem(400, "invalid_input");
 
     let other = ops.operate("power-off", &rack("rack-0002")).await;
-    ops.wait_end(other.body["task_ids"][0].as_str().unwrap()).await;
+    ops.wait_end(other.body["task_ids"][0].as_str().unwrap())
+        .await;
     let listed = ops.app.get("/v1/tasks?limit=2").await;
     assert_eq!(listed.body["total"], 3);
-    let newest: Vec<&str> = listed.body["items"].as_array().unwrap().iter().map(|t| t["operation"].as_str().unwrap()).collect();
+    let newest: Vec<&str> = listed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["operation"].as_str().unwrap())
+        .collect();
     assert_eq!(newest, vec!["power_off", "restart"], "newest first");
     let next = listed.body["next_cursor"].as_str().unwrap();
-    let rest = ops.app.get(&format!("/v1/tasks?limit=2&cursor={next}")).await;
+    let rest = ops
+        .app
+        .get(&format!("/v1/tasks?limit=2&cursor={next}"))
+        .await;
     assert_eq!(rest.body["items"][0]["id"], on_id.as_str());
-    assert_eq!(ops.app.get(&format!("/v1/racks/{rack_id}/tasks")).await.body["total"], 2);
-    assert_eq!(ops.app.get(&format!("/v1/tasks?rack_id={rack_id}&status=succeeded&operation=power_on")).await.body["total"], 1);
-    assert_eq!(ops.app.get("/v1/tasks?active_only=true").await.body["total"], 0);
-    let tray = created["components"].as_array().unwrap().iter().find(|c| c["type"] == "compute").unwrap();
-    assert_eq!(ops.app.get(&format!("/v1/tasks?component_id={}", tray["id"].as_str().unwrap())).await.body["total"], 2);
-    assert_eq!(ops.app.get("/v1/tasks?status=sleeping").await.error_fields(), vec!["status"]);
-    ops.app.post_empty(&format!("/v1/tasks/{on_id}/cancel")).await.assert_problem(409, "not_cancellable");
+    assert_eq!(
+        ops.app
+            .get(&format!("/v1/racks/{rack_id}/tasks"))
+            .await
+            .body["total"],
+        2
+    );
+    assert_eq!(
+        ops.app
+            .get(&format!(
+                "/v1/tasks?rack_id={rack_id}&status=succeeded&operation=power_on"
+            ))
+            .await
+            .body["total"],
+        1
+    );
+    assert_eq!(
+        ops.app.get("/v1/tasks?active_only=true").await.body["total"],
+        0
+    );
+    let tray = created["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "compute")
+        .unwrap();
+    assert_eq!(
+        ops.app
+            .get(&format!(
+                "/v1/tasks?component_id={}",
+                tray["id"].as_str().unwrap()
+            ))
+            .await
+            .body["total"],
+        2
+    );
+    assert_eq!(
+        ops.app
+            .get("/v1/tasks?status=sleeping")
+            .await
+            .error_fields(),
+        vec!["status"]
+    );
+    ops.app
+        .post_empty(&format!("/v1/tasks/{on_id}/cancel"))
+        .await
+        .assert_problem(409, "not_cancellable");
 }
 
 async fn firmware_upgrade_and_ingest_reach_power_shelves_through_psm(ops: Ops) {
@@ -115,10 +238,24 @@ async fn firmware_upgrade_and_ingest_reach_power_shelves_through_psm(ops: Ops) {
     ops.app.create_rack(&gb200_rack(1, 1)).await;
     let shelf = mac(1, 4, 0);
     let ingest = ops.operate("ingest", &rack("rack-0001")).await;
-    assert_eq!(ops.wait_end(ingest.body["task_ids"][0].as_str().unwrap()).await["status"], "succeeded");
-    assert!(psm.is_registered(&shelf), "ingest registered the shelf with PSM");
-    let registration = psm.registrations().into_iter().find(|r| r.pmc_mac_address == shelf).expect("a registration per shelf");
-    assert_eq!(registration.pmc_mac_address, shelf, "the payload is built from the inventory");
+    assert_eq!(
+        ops.wait_end(ingest.body["task_ids"][0].as_str().unwrap())
+            .await["status"],
+        "succeeded"
+    );
+    assert!(
+        psm.is_registered(&shelf),
+        "ingest registered the shelf with PSM"
+    );
+    let registration = psm
+        .registrations()
+        .into_iter()
+        .find(|r| r.pmc_mac_address == shelf)
+        .expect("a registration per shelf");
+    assert_eq!(
+        registration.pmc_mac_address, shelf,
+        "the payload is built from the inventory"
+    );
 
     let body = json!({"target_spec": {"racks": [{"name": "rack-0001", "component_types": ["powershelf", "compute"]}]},
                       "target_version": {"powershelf": "1.4.2", "compute": "2.1.0"}, "sub_targets": ["pmc"]});
@@ -126,12 +263,34 @@ async fn firmware_upgrade_and_ingest_reach_power_shelves_through_psm(ops: Ops) {
     assert_eq!(fw.status, 202, "{}", fw.text);
     let task = ops.wait_end(fw.body["task_ids"][0].as_str().unwrap()).await;
     assert_eq!(task["status"], "succeeded", "{task}");
-    let kinds: Vec<&str> = task["stages"].as_array().unwrap().iter().map(|s| s["component_type"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = task["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["component_type"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, vec!["compute", "powershelf"]);
-    let upgrade = psm.upgrades().into_iter().find(|u| u.pmc_mac_address == shelf).expect("PSM got the upgrade");
-    assert_eq!(upgrade.components[0].upgrade_to.as_ref().map(|v| v.version.as_str()), Some("1.4.2"));
-    let tray = ops.app.get("/v1/components?type=compute").await.body["items"][0]["id"].as_str().unwrap().to_string();
-    assert_eq!(ops.sim.firmware_of(tray.parse().unwrap()).as_deref(), Some("2.1.0"), "each type got its own version");
+    let upgrade = psm
+        .upgrades()
+        .into_iter()
+        .find(|u| u.pmc_mac_address == shelf)
+        .expect("PSM got the upgrade");
+    assert_eq!(
+        upgrade.components[0]
+            .upgrade_to
+            .as_ref()
+            .map(|v| v.version.as_str()),
+        Some("1.4.2")
+    );
+    let tray = ops.app.get("/v1/components?type=compute").await.body["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        ops.sim.firmware_of(tray.parse().unwrap()).as_deref(),
+        Some("2.1.0"),
+        "each type got its own version"
+    );
 }
 
 async fn a_task_whose_workflow_was_terminated_is_reconciled_as_failed(ops: Ops) {
@@ -139,16 +298,38 @@ async fn a_task_whose_workflow_was_terminated_is_reconciled_as_failed(ops: Ops) 
     let r = ops.operate("power-on", &rack("rack-0001")).await;
     let id = r.body["task_ids"][0].as_str().unwrap().to_string();
     ops.wait_task(&id, |t| t["status"] == "running").await;
-    let handle = ops.client.get_workflow_handle::<flow::workflows::rack_operation::RackOperationWorkflow>(id.clone());
-    handle.terminate(temporalio_client::WorkflowTerminateOptions::builder().reason("operator kill".to_string()).build()).await.unwrap();
+    let handle = ops
+        .client
+        .get_workflow_handle::<flow::workflows::rack_operation::RackOperationWorkflow>(id.clone());
+    handle
+        .terminate(
+            temporalio_client::WorkflowTerminateOptions::builder()
+                .reason("operator kill".to_string())
+                .build(),
+        )
+        .await
+        .unwrap();
     // Nothing in the run will ever write the row again; the reconciler notices.
     let service = reconciler(&ops);
-    let fixed = service.reconcile("test-reconciler", Duration::from_secs(60)).await.unwrap();
+    let fixed = service
+        .reconcile("test-reconciler", Duration::from_secs(60))
+        .await
+        .unwrap();
     assert_eq!(fixed, 1);
     let task = ops.app.get(&format!("/v1/tasks/{id}")).await.body;
     assert_eq!(task["status"], "failed");
-    assert!(task["message"].as_str().unwrap().contains("terminated"), "{task}");
-    assert_eq!(service.reconcile("test-reconciler", Duration::from_secs(60)).await.unwrap(), 0, "a second pass has nothing to fix");
+    assert!(
+        task["message"].as_str().unwrap().contains("terminated"),
+        "{task}"
+    );
+    assert_eq!(
+        service
+            .reconcile("test-reconciler", Duration::from_secs(60))
+            .await
+            .unwrap(),
+        0,
+        "a second pass has nothing to fix"
+    );
 }
 
 async fn the_reconciler_lease_is_held_by_one_process_at_a_time(ops: Ops) {
@@ -160,16 +341,52 @@ async fn the_reconciler_lease_is_held_by_one_process_at_a_time(ops: Ops) {
         lease::acquire(db, "job", "process-a", Span::seconds(30), now),
         lease::acquire(db, "job", "process-b", Span::seconds(30), now)
     );
-    assert!(a.unwrap() ^ b.unwrap(), "exactly one of two racing processes gets the lease");
-    let holder = if lease::acquire(db, "job", "process-a", Span::seconds(30), now).await.unwrap() { "process-a" } else { "process-b" };
-    let other = if holder == "process-a" { "process-b" } else { "process-a" };
-    assert!(!lease::acquire(db, "job", other, Span::seconds(30), now + Span::seconds(10)).await.unwrap());
-    assert!(lease::acquire(db, "job", other, Span::seconds(30), now + Span::seconds(31)).await.unwrap(), "an expired lease passes on");
+    assert!(
+        a.unwrap() ^ b.unwrap(),
+        "exactly one of two racing processes gets the lease"
+    );
+    let holder = if lease::acquire(db, "job", "process-a", Span::seconds(30), now)
+        .await
+        .unwrap()
+    {
+        "process-a"
+    } else {
+        "process-b"
+    };
+    let other = if holder == "process-a" {
+        "process-b"
+    } else {
+        "process-a"
+    };
+    assert!(
+        !lease::acquire(db, "job", other, Span::seconds(30), now + Span::seconds(10))
+            .await
+            .unwrap()
+    );
+    assert!(
+        lease::acquire(db, "job", other, Span::seconds(30), now + Span::seconds(31))
+            .await
+            .unwrap(),
+        "an expired lease passes on"
+    );
     lease::release(db, "job", other).await.unwrap();
-    assert!(lease::acquire(db, "job", holder, Span::seconds(30), now + Span::seconds(32)).await.unwrap(), "a released lease is free");
+    assert!(
+        lease::acquire(
+            db,
+            "job",
+            holder,
+            Span::seconds(30),
+            now + Span::seconds(32)
+        )
+        .await
+        .unwrap(),
+        "a released lease is free"
+    );
 }
 
-async fn a_queued_task_expires_when_the_rack_stays_busy_and_a_waiting_one_cancels_at_once(ops: Ops) {
+async fn a_queued_task_expires_when_the_rack_stays_busy_and_a_waiting_one_cancels_at_once(
+    ops: Ops,
+) {
     ops.app.create_rack(&gb200_rack(1, 1)).await;
     let busy = ops.operate("power-on", &rack("rack-0001")).await;
     let busy_id = busy.body["task_ids"][0].as_str().unwrap().to_string();
@@ -183,13 +400,84 @@ async fn a_queued_task_expires_when_the_rack_stays_busy_and_a_waiting_one_cancel
     let long = ops.operate("power-off", &queued).await;
     let long_id = long.body["task_ids"][0].as_str().unwrap().to_string();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    reconciler(&ops).reconcile("test-reconciler", Duration::from_secs(60)).await.unwrap();
+    reconciler(&ops)
+        .reconcile("test-reconciler", Duration::from_secs(60))
+        .await
+        .unwrap();
     let expired = ops.app.get(&format!("/v1/tasks/{short_id}")).await.body;
     assert_eq!(expired["status"], "cancelled", "{expired}");
-    assert!(expired["message"].as_str().unwrap().contains("expired"), "{expired}");
-    let cancelled = ops.app.post_empty(&format!("/v1/tasks/{long_id}/cancel")).await;
-    assert_eq!(cancelled.body["status"], "cancelled", "a waiting task is cancelled without a workflow");
+    assert!(
+        expired["message"].as_str().unwrap().contains("expired"),
+        "{expired}"
+    );
+    let cancelled = ops
+        .app
+        .post_empty(&format!("/v1/tasks/{long_id}/cancel"))
+        .await;
+    assert_eq!(
+        cancelled.body["status"], "cancelled",
+        "a waiting task is cancelled without a workflow"
+    );
     assert!(cancelled.body.get("stages").is_none(), "it never ran");
-    ops.app.post_empty(&format!("/v1/tasks/{busy_id}/cancel")).await;
+    ops.app
+        .post_empty(&format!("/v1/tasks/{busy_id}/cancel"))
+        .await;
     assert_eq!(ops.wait_end(&busy_id).await["status"], "cancelled");
+}
+
+async fn a_bring_up_powers_the_rack_on_then_brings_firmware_to_the_desired_version(ops: Ops) {
+    let rack = ops.app.create_rack(&gb200_rack(1, 1)).await;
+    let r = ops
+        .app
+        .post(
+            &format!("/v1/racks/{}/bring-up", rack["id"].as_str().unwrap()),
+            &json!({"description": "new rack"}),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let task = ops.wait_end(r.body["task_ids"][0].as_str().unwrap()).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    assert_eq!(task["operation"], "bring_up");
+    assert_eq!(task["description"], "new rack");
+    let stages: Vec<(String, String)> = task["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["action"].as_str().unwrap().to_string(),
+                s["component_type"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("power_on", "powershelf"),
+        ("power_on", "nvswitch"),
+        ("power_on", "compute"),
+        ("firmware", "nvswitch"),
+        ("firmware", "compute"),
+    ];
+    assert_eq!(
+        stages,
+        expected
+            .map(|(a, k)| (a.to_string(), k.to_string()))
+            .to_vec()
+    );
+    for c in rack["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "compute" || c["type"] == "nvswitch")
+    {
+        let id = c["id"].as_str().unwrap().parse().unwrap();
+        assert_eq!(
+            ops.sim.firmware_of(id).as_deref(),
+            Some("2.0.0"),
+            "the desired version is installed"
+        );
+        assert_eq!(
+            ops.sim.power_of(id),
+            Some(flow::components::DevicePower::On)
+        );
+    }
 }

@@ -4,6 +4,6 @@
 pub mod common;
 pub mod component;
 pub mod nvl;
-pub mod rack;
 pub mod operation;
+pub mod rack;
 pub mod task;

@@ -10,7 +10,8 @@ use crate::components::FirmwareRequest;
 use crate::error::{Error, Result, Violations};
 use crate::inventory::model::ComponentType;
 use crate::operations::model::{
-    ComponentTarget, ConflictStrategy, DEFAULT_QUEUE_TIMEOUT_SECS, Operation, OperationSpec, RackRef, RackTarget, TargetSpec,
+    ComponentTarget, ConflictStrategy, DEFAULT_QUEUE_TIMEOUT_SECS, Operation, OperationSpec,
+    RackRef, RackTarget, TargetSpec,
 };
 use crate::tasks::service::Submission;
 
@@ -68,16 +69,29 @@ impl TargetSpecDoc {
                     .iter()
                     .enumerate()
                     .filter_map(|(i, r)| {
-                        let rack = match (r.id, r.name.as_deref().map(str::trim).filter(|n| !n.is_empty())) {
+                        let rack = match (
+                            r.id,
+                            r.name.as_deref().map(str::trim).filter(|n| !n.is_empty()),
+                        ) {
                             (Some(id), None) => RackRef::Id(id),
                             (None, Some(name)) => RackRef::Name(name.to_string()),
                             _ => {
-                                v.push(format!("target_spec.racks[{i}]"), "give exactly one of id or name");
+                                v.push(
+                                    format!("target_spec.racks[{i}]"),
+                                    "give exactly one of id or name",
+                                );
                                 return None;
                             }
                         };
-                        let component_types = r.component_types.iter().map(|t| ComponentType::from(*t)).collect();
-                        Some(RackTarget { rack, component_types })
+                        let component_types = r
+                            .component_types
+                            .iter()
+                            .map(|t| ComponentType::from(*t))
+                            .collect();
+                        Some(RackTarget {
+                            rack,
+                            component_types,
+                        })
                     })
                     .collect(),
             ),
@@ -87,9 +101,15 @@ impl TargetSpecDoc {
                     .enumerate()
                     .filter_map(|(i, c)| match (c.id, &c.external) {
                         (Some(id), None) => Some(ComponentTarget::Id(id)),
-                        (None, Some(ext)) => Some(ComponentTarget::External { kind: ext.kind.into(), id: ext.id.trim().to_string() }),
+                        (None, Some(ext)) => Some(ComponentTarget::External {
+                            kind: ext.kind.into(),
+                            id: ext.id.trim().to_string(),
+                        }),
                         _ => {
-                            v.push(format!("target_spec.components[{i}]"), "give exactly one of id or external");
+                            v.push(
+                                format!("target_spec.components[{i}]"),
+                                "give exactly one of id or external",
+                            );
                             None
                         }
                     })
@@ -116,17 +136,27 @@ pub struct Common<'a> {
 }
 
 /// Builds and validates the spec; every problem is reported at once.
-pub fn build_spec(operation: Operation, common: Common<'_>, mut v: Violations) -> Result<OperationSpec> {
+pub fn build_spec(
+    operation: Operation,
+    common: Common<'_>,
+    mut v: Violations,
+) -> Result<OperationSpec> {
     let targets = common.target_spec.to_domain(&mut v);
     let spec = OperationSpec {
         operation,
         targets,
-        description: common.description.as_ref().map(|d| d.trim().to_string()).filter(|d| !d.is_empty()),
+        description: common
+            .description
+            .as_ref()
+            .map(|d| d.trim().to_string())
+            .filter(|d| !d.is_empty()),
         conflict_strategy: match common.conflict_strategy.unwrap_or_default() {
             ConflictStrategyDoc::Reject => ConflictStrategy::Reject,
             ConflictStrategyDoc::Queue => ConflictStrategy::Queue,
         },
-        queue_timeout_secs: common.queue_timeout_seconds.unwrap_or(DEFAULT_QUEUE_TIMEOUT_SECS),
+        queue_timeout_secs: common
+            .queue_timeout_seconds
+            .unwrap_or(DEFAULT_QUEUE_TIMEOUT_SECS),
     };
     match spec.validate() {
         Err(Error::Invalid(errors)) => {
@@ -206,7 +236,10 @@ impl FirmwareUpgradeRequest {
                 for (key, version) in map {
                     match ComponentType::parse(key) {
                         Some(kind) => {
-                            normalised.insert(kind.as_str().to_string(), serde_json::Value::String(version.clone()));
+                            normalised.insert(
+                                kind.as_str().to_string(),
+                                serde_json::Value::String(version.clone()),
+                            );
                         }
                         None => v.push(format!("target_version.{key}"), "not a component type"),
                     }
@@ -220,10 +253,16 @@ impl FirmwareUpgradeRequest {
             if ["pmc", "psu", "bmc", "cpld", "bios", "nvos"].contains(&part.as_str()) {
                 sub_targets.push(part);
             } else {
-                v.push(format!("sub_targets[{i}]"), "expected one of pmc, psu, bmc, cpld, bios, nvos");
+                v.push(
+                    format!("sub_targets[{i}]"),
+                    "expected one of pmc, psu, bmc, cpld, bios, nvos",
+                );
             }
         }
-        FirmwareRequest { target_version, sub_targets }
+        FirmwareRequest {
+            target_version,
+            sub_targets,
+        }
     }
 }
 
@@ -263,7 +302,12 @@ impl From<Submission> for SubmissionDoc {
             rejected: s
                 .rejected
                 .into_iter()
-                .map(|r| RejectionDoc { rack_id: r.rack_id, rack_name: r.rack_name, code: r.code, reason: r.reason })
+                .map(|r| RejectionDoc {
+                    rack_id: r.rack_id,
+                    rack_name: r.rack_name,
+                    code: r.code,
+                    reason: r.reason,
+                })
                 .collect(),
         }
     }

@@ -68,7 +68,14 @@ impl From<StepRecord> for ComponentStepDoc {
             error: s.error,
             started_at: s.started_at,
             finished_at: s.finished_at,
-            events: s.events.into_iter().map(|e| StepEventDoc { at: e.at, message: e.message }).collect(),
+            events: s
+                .events
+                .into_iter()
+                .map(|e| StepEventDoc {
+                    at: e.at,
+                    message: e.message,
+                })
+                .collect(),
         }
     }
 }

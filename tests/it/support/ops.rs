@@ -43,7 +43,11 @@ pub struct OpsBuilder {
 
 impl OpsBuilder {
     pub fn new(backend: Backend) -> Self {
-        Self { backend, sim: SimConfig::default(), psm: false }
+        Self {
+            backend,
+            sim: SimConfig::default(),
+            psm: false,
+        }
     }
 
     pub fn sim(mut self, configure: impl FnOnce(&mut SimConfig)) -> Self {
@@ -65,8 +69,15 @@ impl OpsBuilder {
     {
         let client = worker::connect(&temporal_address(), "flow", Duration::from_secs(10))
             .await
-            .unwrap_or_else(|e| panic!("Temporal at {} is required (run the README's test command): {e}", temporal_address()));
-        worker::ensure_namespace(&client, "flow").await.expect("namespace");
+            .unwrap_or_else(|e| {
+                panic!(
+                    "Temporal at {} is required (run the README's test command): {e}",
+                    temporal_address()
+                )
+            });
+        worker::ensure_namespace(&client, "flow")
+            .await
+            .expect("namespace");
         let task_queue = format!("test-{}", Uuid::new_v4().simple());
         let db = super::TestDb::new(self.backend).await;
         let cleanup = db.cleanup();
@@ -80,17 +91,36 @@ impl OpsBuilder {
             .with(ComponentType::PowerShelf, sim_set(sim.clone()));
         let psm = if self.psm {
             let server = PsmServer::start().await;
-            let settings = PsmSettings { url: server.url.clone(), timeout: Duration::from_secs(5), pmc_credentials: None };
-            registry = registry.with(ComponentType::PowerShelf, psm_set(PsmManager::new(&settings).expect("psm client")));
+            let settings = PsmSettings {
+                url: server.url.clone(),
+                timeout: Duration::from_secs(5),
+                pmc_credentials: None,
+            };
+            registry = registry.with(
+                ComponentType::PowerShelf,
+                psm_set(PsmManager::new(&settings).expect("psm client")),
+            );
             Some(server)
         } else {
             None
         };
         let runtime = Runtime::from_current_tokio(Default::default()).expect("temporal runtime");
-        let activities = RackActivities { tasks: state.task_service(), registry: Arc::new(registry), clock: state.clock() };
-        let mut temporal_worker = worker::build_worker(&runtime, client.clone(), &task_queue, activities).expect("worker");
+        let activities = RackActivities {
+            tasks: state.task_service(),
+            registry: Arc::new(registry),
+            clock: state.clock(),
+        };
+        let mut temporal_worker =
+            worker::build_worker(&runtime, client.clone(), &task_queue, activities)
+                .expect("worker");
         let stop = temporal_worker.shutdown_handle();
-        let ops = Ops { app: TestApp { router, db }, sim, psm, client, task_queue };
+        let ops = Ops {
+            app: TestApp { router, db },
+            sim,
+            psm,
+            client,
+            task_queue,
+        };
         let (worker_result, ()) = tokio::join!(temporal_worker.run(), async move {
             body(ops).await;
             stop();
@@ -103,7 +133,9 @@ impl OpsBuilder {
 impl Ops {
     /// Submits an operation and returns the response (202 or a problem).
     pub async fn operate(&self, operation: &str, body: &Value) -> TestResponse {
-        self.app.post(&format!("/v1/operations/{operation}"), body).await
+        self.app
+            .post(&format!("/v1/operations/{operation}"), body)
+            .await
     }
 
     /// Polls a task until `done` holds, or panics after 60 s.
@@ -115,14 +147,24 @@ impl Ops {
             if done(&r.body) {
                 return r.body;
             }
-            assert!(tokio::time::Instant::now() < deadline, "task {id} never got there: {}", r.text);
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "task {id} never got there: {}",
+                r.text
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
     /// Polls until the task is succeeded, failed or cancelled.
     pub async fn wait_end(&self, id: &str) -> Value {
-        self.wait_task(id, |t| matches!(t["status"].as_str(), Some("succeeded" | "failed" | "cancelled"))).await
+        self.wait_task(id, |t| {
+            matches!(
+                t["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled")
+            )
+        })
+        .await
     }
 }
 
