@@ -17,6 +17,9 @@ use crate::inventory::model::{Component, ComponentPatch, NewComponent, Rack};
 /// A component as given by a client: inside an expected rack, or on its own.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"rack_id": "0192f3a0-0000-7000-8000-000000000001", "type": "cdu", "name": "cdu-g10",
+    "manufacturer": "Vertiv", "model": "XDU1350", "serial_number": "CDU-0001",
+    "bmcs": [{"type": "host", "mac_address": "aa:bb:cc:00:00:01", "ip_address": "10.0.0.9"}]}))]
 pub struct ComponentInput {
     /// Rack to put the component in (only for `POST /v1/components`; inside a rack it is implied).
     pub rack_id: Option<Uuid>,
@@ -89,6 +92,16 @@ impl ComponentInput {
 
 /// A stored component with its BMCs.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({
+    "id": "0192f3a0-0000-7000-8000-000000000002", "rack_id": "0192f3a0-0000-7000-8000-000000000001",
+    "type": "compute", "name": "gpu17-nvl5-gp2-cin1-jhb01", "manufacturer": "WiWynn", "model": "GB200 Compute Tray",
+    "serial_number": "B8111801000851500108Y0SA", "firmware_version": "FW 1.2.00GA", "description": null,
+    "position": {"slot_id": 36, "tray_idx": 16, "host_id": 0},
+    "bmcs": [{"type": "host", "mac_address": "d8:19:09:00:04:af", "ip_address": null},
+             {"type": "dpu", "mac_address": "e0:9d:73:80:c0:59", "ip_address": null}],
+    "external_id": null, "power_state": null, "revision": 1,
+    "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:00Z"
+}))]
 pub struct ComponentDoc {
     pub id: Uuid,
     pub rack_id: Option<Uuid>,
@@ -172,6 +185,8 @@ pub struct PositionPatch {
 /// owned by device sync.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"firmware_version": "FW 1.3.00GA", "position": {"slot_id": 37},
+    "bmcs": [{"type": "host", "mac_address": "d8:19:09:00:04:af", "ip_address": "10.0.0.17"}]}))]
 pub struct ComponentPatchInput {
     pub name: Option<String>,
     #[serde(default, deserialize_with = "double_option")]

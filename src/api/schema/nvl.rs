@@ -18,6 +18,7 @@ pub struct CreateNvlDomainRequest {
 
 /// An NVLink domain.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({"id": "0192f3a0-0000-7000-8000-0000000000d1", "name": "nvl5-jhb01", "created_at": "2026-11-30T14:00:00Z"}))]
 pub struct NvlDomainDoc {
     pub id: Uuid,
     pub name: String,

@@ -103,6 +103,12 @@ fn components_to_domain(
 
 /// A stored rack.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({
+    "id": "0192f3a0-0000-7000-8000-000000000001", "name": "g10", "manufacturer": "Wiwynn",
+    "serial_number": "B8111801000951700005Y0SA", "model": "GB200 NVL72", "description": null,
+    "location": {"region": "MY", "datacenter": "jhb01", "room": "EW-F00-DH-02", "position": "EW-F00-DH-02-G10"},
+    "nvl_domain_id": null, "revision": 1, "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:00Z"
+}))]
 pub struct RackDoc {
     pub id: Uuid,
     pub name: String,

@@ -113,6 +113,21 @@ impl From<StageReport> for StageDoc {
 
 /// A task: one rack's share of an operation request.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({
+    "id": "0192f3a0-0000-7000-8000-0000000000ab", "request_id": "0192f3a0-0000-7000-8000-0000000000aa",
+    "operation": "power_on", "rack_id": "0192f3a0-0000-7000-8000-000000000001",
+    "component_ids": ["0192f3a0-0000-7000-8000-000000000002"], "description": null,
+    "status": "succeeded", "message": "succeeded", "queue_expires_at": null,
+    "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:02Z",
+    "started_at": "2026-11-30T14:00:00Z", "finished_at": "2026-11-30T14:00:02Z",
+    "stages": [{"number": 1, "name": "power_on compute", "component_type": "compute", "action": "power_on",
+        "max_parallel": 6, "status": "succeeded", "started_at": "2026-11-30T14:00:00Z", "finished_at": "2026-11-30T14:00:02Z",
+        "components": [{"component_id": "0192f3a0-0000-7000-8000-000000000002", "name": "gpu17-nvl5-gp2-cin1-jhb01",
+            "type": "compute", "status": "succeeded", "attempts": 1, "error": null,
+            "started_at": "2026-11-30T14:00:00Z", "finished_at": "2026-11-30T14:00:02Z",
+            "events": [{"at": "2026-11-30T14:00:00Z", "message": "attempt 1: power_on on gpu17-nvl5-gp2-cin1-jhb01"},
+                       {"at": "2026-11-30T14:00:02Z", "message": "sent On; power is On"}]}]}]
+}))]
 pub struct TaskDoc {
     pub id: Uuid,
     pub request_id: Uuid,
