@@ -5,7 +5,10 @@ pub mod entities;
 use std::time::Duration;
 
 use migration::{Migrator, MigratorTrait};
-use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbErr, SqlErr};
+use sea_orm::{
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbErr,
+    SqlErr, SqliteTransactionMode, TransactionOptions, TransactionTrait,
+};
 
 use crate::error::{Error, Result};
 
@@ -72,6 +75,17 @@ pub async fn ping(db: &DatabaseConnection) -> Result<()> {
         service: "database",
         message: e.to_string(),
     })
+}
+
+/// Begins a transaction that will write. On SQLite it takes the write lock at once (`BEGIN
+/// IMMEDIATE`): a deferred transaction that reads first and writes later fails outright when
+/// another connection wrote in between, instead of waiting its turn. PostgreSQL ignores the mode.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction> {
+    let options = TransactionOptions {
+        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+        ..Default::default()
+    };
+    Ok(db.begin_with_options(options).await?)
 }
 
 /// Whether a driver error is a unique-key violation (a duplicate the caller should hear about as 409).

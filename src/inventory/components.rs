@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 use uuid::Uuid;
 
@@ -116,7 +116,7 @@ pub async fn add(
     new: &NewComponent,
     now: DateTime<Utc>,
 ) -> Result<Component> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     if let Some(rack_id) = new.rack_id {
         racks::find_live_row(&txn, rack_id)
             .await?
@@ -298,7 +298,7 @@ pub async fn patch(
     expected_revision: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<Component> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let row = find_live_row(&txn, id)
         .await?
         .ok_or_else(|| Error::not_found("component", id))?;
@@ -460,7 +460,7 @@ pub async fn delete(
     expected_revision: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let row = find_live_row(&txn, id)
         .await?
         .ok_or_else(|| Error::not_found("component", id))?;
@@ -500,7 +500,7 @@ pub(crate) async fn soft_delete_where(
 
 /// Removes a soft-deleted component for good (its BMCs go with it).
 pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let row = components::Entity::find_by_id(id)
         .one(&txn)
         .await?

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 use uuid::Uuid;
 
@@ -152,7 +152,7 @@ pub async fn attach(
     racks_wanted: &[String],
     now: DateTime<Utc>,
 ) -> Result<NvlDomain> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let domain = get(&txn, domain).await?;
     let mut missing = Vec::new();
     let mut elsewhere = Vec::new();
@@ -199,7 +199,7 @@ pub async fn detach(
     rack: &str,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let domain = get(&txn, domain).await?;
     let rack = racks::resolve(&txn, rack).await?;
     match rack.nvl_domain_id {

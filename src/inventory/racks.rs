@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 use uuid::Uuid;
 
@@ -69,7 +69,7 @@ pub async fn resolve(db: &impl ConnectionTrait, id_or_name: &str) -> Result<rack
 
 /// Creates a rack with all its components and BMCs in one transaction: all or nothing.
 pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) -> Result<Rack> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let mut clashes = Vec::new();
     let key = manufacturer_key(&new.manufacturer);
     if let Some(r) = racks::Entity::find()
@@ -248,7 +248,7 @@ pub async fn patch(
     expected_revision: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<(Rack, PatchReport)> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let row = find_live_row(&txn, id)
         .await?
         .ok_or_else(|| Error::not_found("rack", id))?;
@@ -409,7 +409,7 @@ pub async fn delete(
     expected_revision: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let row = find_live_row(&txn, id)
         .await?
         .ok_or_else(|| Error::not_found("rack", id))?;
@@ -425,7 +425,7 @@ pub async fn delete(
 
 /// Removes a soft-deleted rack and every component that was in it, for good.
 pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let row = racks::Entity::find_by_id(id)
         .one(&txn)
         .await?

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::Duration;
-use sea_orm::{DatabaseConnection, TransactionTrait};
+use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -187,7 +187,7 @@ impl TaskService {
             task_type: spec.operation.task_type(),
             components: components.clone(),
         };
-        let txn = self.db.begin().await?;
+        let txn = crate::db::begin_write(&self.db).await?;
         store::lock_rack(&txn, rack.rack_id).await?;
         let active = store::on_rack(
             &txn,
@@ -364,7 +364,7 @@ impl TaskService {
     /// expired ones are cancelled. Stops at the first one that must keep waiting (strict FIFO).
     pub async fn promote(&self, rack_id: Uuid) -> Result<()> {
         let now = self.clock.now();
-        let txn = self.db.begin().await?;
+        let txn = crate::db::begin_write(&self.db).await?;
         store::lock_rack(&txn, rack_id).await?;
         let waiting = store::on_rack(&txn, rack_id, &[TaskStatus::Waiting]).await?;
         if waiting.is_empty() {

@@ -15,6 +15,7 @@ on_both_backends!(
     a_patch_merges_fields_and_location_keys_and_reports_component_changes,
     a_patch_honours_if_match_and_rejects_a_taken_name,
     a_deleted_rack_disappears_and_frees_its_keys_until_purged,
+    concurrent_writers_all_succeed_and_a_contested_name_goes_to_exactly_one,
 );
 
 async fn the_readme_example_is_found_by_component_serial_with_exactly_its_values(app: TestApp) {
@@ -349,4 +350,53 @@ async fn a_deleted_rack_disappears_and_frees_its_keys_until_purged(app: TestApp)
     app.post_empty(&format!("{path}/purge"))
         .await
         .assert_problem(404, "not_found");
+}
+
+async fn concurrent_writers_all_succeed_and_a_contested_name_goes_to_exactly_one(app: TestApp) {
+    // Readers and writers interleave: SQLite must queue writers, not fail them.
+    let bodies: Vec<Value> = (1..=8).map(|n| gb200_rack(n, 2)).collect();
+    let creates =
+        futures::future::join_all(bodies.iter().map(|b| app.post("/v1/expected-racks", b)));
+    let reads =
+        futures::future::join_all((0..8).map(|_| app.get("/v1/racks?include_components=true")));
+    let (created, read) = futures::future::join(creates, reads).await;
+    assert!(
+        created.iter().all(|r| r.status == 201),
+        "{:?}",
+        created.iter().map(|r| &r.text).collect::<Vec<_>>()
+    );
+    assert!(read.iter().all(|r| r.status == 200));
+    // Four different racks that all want the same name: one wins, the others hear 409.
+    let contenders: Vec<Value> = (100..104)
+        .map(|n| {
+            let mut body = gb200_rack(n, 1);
+            body["name"] = json!("contested");
+            body
+        })
+        .collect();
+    let results = futures::future::join_all(
+        contenders
+            .iter()
+            .map(|body| app.post("/v1/expected-racks", body)),
+    )
+    .await;
+    let won = results.iter().filter(|r| r.status == 201).count();
+    assert_eq!(
+        won,
+        1,
+        "{:?}",
+        results.iter().map(|r| &r.text).collect::<Vec<_>>()
+    );
+    assert!(
+        results
+            .iter()
+            .filter(|r| r.status != 201)
+            .all(|r| r.status == 409)
+    );
+    assert_eq!(app.get("/v1/racks").await.body["total"], 9);
+    assert_eq!(
+        app.count_rows("components").await,
+        8 * 7 + 6,
+        "the losers left nothing behind"
+    );
 }

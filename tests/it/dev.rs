@@ -135,7 +135,7 @@ fn flow_dev_creates_the_example_rack_and_powers_it_on_with_simulated_devices() {
 
     let rack = include_str!("../../examples/rack-g10.json");
     let (status, created) = http(port, "POST", "/v1/expected-racks", rack).unwrap();
-    assert_eq!(status, 201, "{created}");
+    assert_eq!(status, 201, "{created}\n{}", dev.output());
     let power_on = r#"{"target_spec":{"racks":[{"name":"g10"}]}}"#;
     let (status, submitted) = http(port, "POST", "/v1/operations/power-on", power_on).unwrap();
     assert_eq!(status, 202, "{submitted}");
