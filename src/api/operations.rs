@@ -114,16 +114,7 @@ pub async fn power_on(
     headers: HeaderMap,
     Json(body): Json<PowerOnRequest>,
 ) -> ApiResult<Response> {
-    let spec = build_spec(
-        Operation::PowerOn,
-        common(
-            &body.target_spec,
-            &body.description,
-            body.conflict_strategy,
-            body.queue_timeout_seconds,
-        ),
-        Violations::default(),
-    )?;
+    let spec = build_spec(Operation::PowerOn, body.common(), Violations::default())?;
     submit(&state, &headers, spec).await
 }
 
@@ -142,16 +133,7 @@ pub async fn power_off(
     let op = Operation::PowerOff {
         forced: body.forced,
     };
-    let spec = build_spec(
-        op,
-        common(
-            &body.target_spec,
-            &body.description,
-            body.conflict_strategy,
-            body.queue_timeout_seconds,
-        ),
-        Violations::default(),
-    )?;
+    let spec = build_spec(op, body.common(), Violations::default())?;
     submit(&state, &headers, spec).await
 }
 
@@ -170,16 +152,7 @@ pub async fn power_reset(
     let op = Operation::PowerReset {
         forced: body.forced,
     };
-    let spec = build_spec(
-        op,
-        common(
-            &body.target_spec,
-            &body.description,
-            body.conflict_strategy,
-            body.queue_timeout_seconds,
-        ),
-        Violations::default(),
-    )?;
+    let spec = build_spec(op, body.common(), Violations::default())?;
     submit(&state, &headers, spec).await
 }
 
@@ -202,16 +175,7 @@ pub async fn firmware_upgrade(
         start_time: body.start_time,
         end_time: body.end_time,
     };
-    let spec = build_spec(
-        op,
-        common(
-            &body.target_spec,
-            &body.description,
-            body.conflict_strategy,
-            body.queue_timeout_seconds,
-        ),
-        v,
-    )?;
+    let spec = build_spec(op, body.common(), v)?;
     submit(&state, &headers, spec).await
 }
 
@@ -365,16 +329,7 @@ pub async fn upgrade_rack_firmware(
         start_time: full.start_time,
         end_time: full.end_time,
     };
-    let spec = build_spec(
-        op,
-        common(
-            &full.target_spec,
-            &full.description,
-            full.conflict_strategy,
-            full.queue_timeout_seconds,
-        ),
-        v,
-    )?;
+    let spec = build_spec(op, full.common(), v)?;
     submit(&state, &headers, spec).await
 }
 

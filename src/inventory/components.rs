@@ -3,14 +3,13 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
 };
 use uuid::Uuid;
 
 use super::model::{Component, ComponentPatch, ComponentType, NewBmc, NewComponent, Rack};
 use super::query::{
-    Cursor, Page, PageRequest, after_cursor, manufacturer_key, manufacturer_matches, text_matches,
+    Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
 };
 use super::racks;
 use super::rows::{component_from_row, load_bmcs, with_bmcs};
@@ -273,16 +272,7 @@ pub async fn list(
             .to_owned();
         query = query.filter(C::Id.in_subquery(owners));
     }
-    let total = query.clone().count(db).await?;
-    if let Some(after) = &page.after {
-        query = query.filter(after_cursor(C::Name, C::Id, after));
-    }
-    let rows = query
-        .order_by_asc(C::Name)
-        .order_by_asc(C::Id)
-        .limit(page.limit + 1)
-        .all(db)
-        .await?;
+    let (rows, total) = keyset_rows(db, query, C::Name, C::Id, page).await?;
     let items = with_bmcs(db, rows).await?;
     Ok(Page::from_rows(items, page.limit, total, |c| Cursor {
         name: c.name.clone(),

@@ -3,12 +3,11 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
 };
 use uuid::Uuid;
 
-use super::query::{Cursor, Page, PageRequest, after_cursor, text_matches};
+use super::query::{Cursor, Page, PageRequest, keyset_rows, text_matches};
 use super::racks;
 use crate::db::entities::{nvl_domains, racks as rack_rows};
 use crate::error::{Error, FieldError, Result};
@@ -122,16 +121,7 @@ pub async fn list(
     if let Some(name) = name {
         query = query.filter(text_matches(C::Name, name));
     }
-    let total = query.clone().count(db).await?;
-    if let Some(after) = &page.after {
-        query = query.filter(after_cursor(C::Name, C::Id, after));
-    }
-    let rows = query
-        .order_by_asc(C::Name)
-        .order_by_asc(C::Id)
-        .limit(page.limit + 1)
-        .all(db)
-        .await?;
+    let (rows, total) = keyset_rows(db, query, C::Name, C::Id, page).await?;
     let items = rows.into_iter().map(NvlDomain::from).collect();
     Ok(Page::from_rows(
         items,

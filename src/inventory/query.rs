@@ -3,7 +3,10 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr, SimpleExpr};
-use sea_orm::{ColumnTrait, Condition};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect, Select,
+};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
@@ -103,8 +106,36 @@ impl<T> Page<T> {
     }
 }
 
+/// Fetches one page of `query` in `(name, id)` order: the total count of matches, and up to
+/// `limit + 1` rows after the cursor (the extra row tells [`Page::from_rows`] there is more).
+pub async fn keyset_rows<E, C>(
+    db: &impl ConnectionTrait,
+    query: Select<E>,
+    name: C,
+    id: C,
+    page: &PageRequest,
+) -> Result<(Vec<E::Model>, u64)>
+where
+    E: EntityTrait,
+    E::Model: Send + Sync,
+    C: ColumnTrait,
+{
+    let total = query.clone().count(db).await?;
+    let query = match &page.after {
+        Some(after) => query.filter(after_cursor(name, id, after)),
+        None => query,
+    };
+    let rows = query
+        .order_by_asc(name)
+        .order_by_asc(id)
+        .limit(page.limit + 1)
+        .all(db)
+        .await?;
+    Ok((rows, total))
+}
+
 /// Rows strictly after the cursor in `(name, id)` order.
-pub fn after_cursor<C: ColumnTrait>(name: C, id: C, cursor: &Cursor) -> Condition {
+fn after_cursor<C: ColumnTrait>(name: C, id: C, cursor: &Cursor) -> Condition {
     Condition::any().add(name.gt(cursor.name.clone())).add(
         Condition::all()
             .add(name.eq(cursor.name.clone()))

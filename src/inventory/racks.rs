@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    QuerySelect,
 };
 use uuid::Uuid;
 
@@ -11,7 +11,7 @@ use super::components::{self as component_store, check_revision, upsert_bmcs};
 use super::model::{Change, ComponentChange, NewComponent, NewRack, PatchReport, Rack, RackPatch};
 use super::nvl;
 use super::query::{
-    Cursor, Page, PageRequest, after_cursor, manufacturer_key, manufacturer_matches, text_matches,
+    Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
 };
 use super::rows::{attach_components, rack_from_row};
 use super::uniqueness::{Candidate, ensure_unique, on_unique};
@@ -219,16 +219,7 @@ pub async fn list(
             .unwrap_or_else(Uuid::nil);
         query = query.filter(C::NvlDomainId.eq(domain_id));
     }
-    let total = query.clone().count(db).await?;
-    if let Some(after) = &page.after {
-        query = query.filter(after_cursor(C::Name, C::Id, after));
-    }
-    let rows = query
-        .order_by_asc(C::Name)
-        .order_by_asc(C::Id)
-        .limit(page.limit + 1)
-        .all(db)
-        .await?;
+    let (rows, total) = keyset_rows(db, query, C::Name, C::Id, page).await?;
     let mut items: Vec<Rack> = rows.into_iter().map(rack_from_row).collect();
     if with_components {
         // Only the page's racks are loaded; the look-ahead row is harmless.

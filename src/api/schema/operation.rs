@@ -135,6 +135,24 @@ pub struct Common<'a> {
     pub queue_timeout_seconds: Option<u64>,
 }
 
+/// The shared options of a request body, for [`build_spec`].
+macro_rules! common_of {
+    ($($request:ty),*) => {$(
+        impl $request {
+            pub fn common(&self) -> Common<'_> {
+                Common {
+                    target_spec: &self.target_spec,
+                    description: &self.description,
+                    conflict_strategy: self.conflict_strategy,
+                    queue_timeout_seconds: self.queue_timeout_seconds,
+                }
+            }
+        }
+    )*};
+}
+
+common_of!(PowerOnRequest, PowerOffRequest, FirmwareUpgradeRequest);
+
 /// Builds and validates the spec; every problem is reported at once.
 pub fn build_spec(
     operation: Operation,
