@@ -45,6 +45,9 @@ pub async fn connect(options: &DbOptions) -> Result<DatabaseConnection> {
     .min_connections(if sqlite { 1 } else { 0 })
     .connect_timeout(options.connect_timeout)
     .acquire_timeout(options.connect_timeout)
+    // A broken connection fails its statement and is replaced; pinging before every use
+    // doubled the round trips of a lookup.
+    .test_before_acquire(false)
     .sqlx_logging(false);
     if let Some(schema) = &options.schema {
         opts.set_schema_search_path(schema.clone());

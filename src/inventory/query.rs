@@ -134,12 +134,16 @@ where
     Ok((rows, total))
 }
 
-/// Rows strictly after the cursor in `(name, id)` order.
+/// Rows strictly after the cursor in `(name, id)` order. The leading `name >= cursor` bound is
+/// implied by the rest, but only it lets the database seek the `(name, id)` index to the cursor
+/// instead of scanning from the first row, so deep pages cost what the first one does.
 fn after_cursor<C: ColumnTrait>(name: C, id: C, cursor: &Cursor) -> Condition {
-    Condition::any().add(name.gt(cursor.name.clone())).add(
-        Condition::all()
-            .add(name.eq(cursor.name.clone()))
-            .add(id.gt(cursor.id)),
+    Condition::all().add(name.gte(cursor.name.clone())).add(
+        Condition::any().add(name.gt(cursor.name.clone())).add(
+            Condition::all()
+                .add(name.eq(cursor.name.clone()))
+                .add(id.gt(cursor.id)),
+        ),
     )
 }
 

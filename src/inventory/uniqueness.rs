@@ -61,10 +61,18 @@ pub(crate) async fn against_store(
         .iter()
         .map(|c| c.component.serial_number.as_str())
         .collect();
+    // The unique index leads with the manufacturer key: naming the keys lets it serve this look-up.
+    let mut keys: Vec<String> = candidates
+        .iter()
+        .map(|c| manufacturer_key(&c.component.manufacturer))
+        .collect();
+    keys.sort();
+    keys.dedup();
     let mut stored = Vec::new();
     for chunk in serials.chunks(500) {
         stored.extend(
             components::Entity::find()
+                .filter(components::Column::ManufacturerKey.is_in(keys.iter().map(String::as_str)))
                 .filter(components::Column::SerialNumber.is_in(chunk.iter().copied()))
                 .filter(components::Column::DeletedAt.is_null())
                 .all(db)

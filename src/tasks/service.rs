@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::Duration;
+use futures::TryStreamExt;
 use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -50,6 +51,8 @@ impl std::fmt::Debug for TaskService {
 }
 
 const RECONCILER_LEASE: &str = "task-reconciler";
+/// How many task runs one submission starts at a time.
+const DISPATCH_CONCURRENCY: usize = 16;
 
 fn engine_error(e: EngineError) -> Error {
     match e {
@@ -122,9 +125,11 @@ impl TaskService {
                 Err(rejection) => submission.rejected.push(rejection),
             }
         }
-        for task in &to_dispatch {
-            self.dispatch(task).await?;
-        }
+        // Racks are independent: start their runs side by side, so a request for a hundred
+        // racks does not wait for a hundred sequential workflow starts.
+        futures::stream::iter(to_dispatch.iter().map(Ok))
+            .try_for_each_concurrent(DISPATCH_CONCURRENCY, |task| self.dispatch(task))
+            .await?;
         if submission.task_ids.is_empty() {
             let errors: Vec<FieldError> = submission
                 .rejected

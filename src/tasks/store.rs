@@ -454,11 +454,14 @@ pub async fn list(
         .map(decode_cursor)
         .transpose()?
     {
+        // The `created_at <= cursor` bound lets the index seek to the cursor (see `after_cursor`).
         query = query.filter(
-            Condition::any().add(tasks::Column::CreatedAt.lt(at)).add(
-                Condition::all()
-                    .add(tasks::Column::CreatedAt.eq(at))
-                    .add(tasks::Column::Id.lt(id)),
+            Condition::all().add(tasks::Column::CreatedAt.lte(at)).add(
+                Condition::any().add(tasks::Column::CreatedAt.lt(at)).add(
+                    Condition::all()
+                        .add(tasks::Column::CreatedAt.eq(at))
+                        .add(tasks::Column::Id.lt(id)),
+                ),
             ),
         );
     }
