@@ -11,6 +11,8 @@
 
 pub mod api;
 pub mod app;
+pub mod bench;
+pub mod cli;
 pub mod clients;
 pub mod components;
 pub mod config;

@@ -1,9 +1,10 @@
-//! The `flow` binary: serve the API, run migrations, print the OpenAPI document.
+//! The `flow` binary: serve the API, run migrations, print the OpenAPI document, and the
+//! client commands (`flow rack …`, `flow task watch …`) over HTTP.
 
 use std::io::Write;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use flow::config::Config;
 use flow::service::{self, Roles};
 use flow::{api, db, dev, telemetry};
@@ -18,6 +19,8 @@ use migration::{Migrator, MigratorTrait};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    client: flow::cli::GlobalArgs,
 }
 
 #[derive(Subcommand)]
@@ -44,6 +47,9 @@ enum Command {
     },
     /// Print the OpenAPI document (what /openapi.json serves).
     Openapi,
+    // Boxed: the client commands' options dwarf the other variants.
+    #[command(flatten)]
+    Client(Box<flow::cli::ClientCommand>),
 }
 
 #[derive(Subcommand)]
@@ -67,9 +73,18 @@ enum MigrateAction {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Hidden: the Temporal baseline of scripts/bench (src/bench.rs).
+    if std::env::args().nth(1).as_deref() == Some("bench-baseline") {
+        return flow::bench::main_from_args(std::env::args().skip(2)).await;
+    }
     let cli = Cli::parse();
+    // Client commands only talk HTTP: the server's configuration is neither needed nor checked.
+    if let Command::Client(command) = &cli.command {
+        std::process::exit(flow::cli::run(&cli.client, command, Cli::command).await);
+    }
     let mut config = Config::from_env()?;
     match cli.command {
+        Command::Client(_) => Ok(()), // ran above
         Command::Openapi => {
             let doc = api::openapi().to_pretty_json()?;
             // A closed pipe (`flow openapi | head`) is not an error worth a panic.

@@ -1,0 +1,26 @@
+-- GET /v1/components/by-serial over the seeded compute trays, in a pseudo-random order.
+-- Env: BENCH_RACKS (how many racks were seeded), BENCH_OUT (result JSON).
+dofile(os.getenv("BENCH_LUA_DIR") .. "/report.lua")
+local racks = tonumber(os.getenv("BENCH_RACKS"))
+local n = 0
+local threads = {}
+
+function setup(thread)
+  table.insert(threads, thread)
+  thread:set("tid", #threads)
+end
+
+function init(args)
+  n = (tid or 1) * 7919
+end
+
+function request()
+  n = n + 1
+  local i = (n * 2654435761) % (racks * 18)
+  local r, k = math.floor(i / 18), i % 18
+  local path = string.format(
+    "/v1/components/by-serial?manufacturer=wiwynn&serial_number=S%07d-C%02d", r, k)
+  return wrk.format("GET", path)
+end
+
+done = bench_done

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Writes the pgbench scripts of scripts/bench: the SQL Flow runs for a lookup by serial, and one
+GB200 rack's rows (rack, 37 components, 71 BMCs) inserted in one transaction.
+
+usage: sql.py lookup FILE | sql.py import FILE"""
+
+import sys
+
+# Read src/inventory/components.rs (get_by_serial, then load_bmcs in src/inventory/rows.rs).
+LOOKUP = """\
+\\set i random(0, :nracks * 18 - 1)
+\\set r :i / 18
+\\set k :i % 18
+SELECT id AS cid FROM (SELECT id, rack_id, type, name, manufacturer, manufacturer_key, model, serial_number, firmware_version, description, slot_id, tray_idx, host_id, external_id, power_state, revision, created_at, updated_at, deleted_at FROM components WHERE manufacturer_key = 'wiwynn' AND serial_number = 'S' || lpad(:r::text, 7, '0') || '-C' || lpad(:k::text, 2, '0') AND deleted_at IS NULL LIMIT 1) c \\gset
+SELECT id, component_id, type, mac_address, ip_address, created_at, deleted_at FROM bmcs WHERE component_id IN (:cid::uuid) AND deleted_at IS NULL ORDER BY type DESC, mac_address ASC;
+"""
+
+# The rack shape of bench.py's rack_body: (kind, tag, count, manufacturer, model, first slot, BMCs).
+SHAPE = [
+    ("powershelf", "P", 8, "NVIDIA", "GB200 Power Shelf", 1, ["host"]),
+    ("nvswitch", "N", 9, "NVIDIA", "GB200 NVLink Switch", 20, ["host"]),
+    ("compute", "C", 18, "WiWynn", "GB200 Compute Tray", 30, ["host", "dpu", "dpu"]),
+    ("torswitch", "T", 2, "Celestica", "ToR", 60, []),
+]
+
+
+def import_sql():
+    values = []
+    for kind, tag, count, manufacturer, model, slot, bmcs in SHAPE:
+        types = "ARRAY[" + ",".join(f"'{t}'" for t in bmcs) + "]::text[]"
+        for k in range(count):
+            values.append(f"({len(values)},'{kind}','{tag}',{k},'{manufacturer}','{model}',"
+                          f"{slot + k},{types})")
+    octet = "lpad(to_hex((({expr}) & 255)::int), 2, '0')"
+    mac = " || ':' || ".join([
+        "'06'", octet.format(expr="n.r >> 16"), octet.format(expr="n.r >> 8"),
+        octet.format(expr="n.r"), octet.format(expr="s.idx"), octet.format(expr="b.ord - 1")])
+    return f"""\
+BEGIN;
+WITH n AS (SELECT nextval('flow_bench_rack_seq') AS r),
+spec(idx, kind, tag, k, manufacturer, model, slot, bmc_types) AS (VALUES {", ".join(values)}),
+rk AS (
+  INSERT INTO racks (id, name, manufacturer, manufacturer_key, serial_number, model, description, region, datacenter, room, position, nvl_domain_id, revision, created_at, updated_at, deleted_at)
+  SELECT gen_random_uuid(), 'pgb-r' || lpad(n.r::text, 7, '0'), 'Wiwynn', 'wiwynn', 'PGRACK' || lpad(n.r::text, 7, '0'), 'GB200 NVL72', NULL, 'bench', 'bench01', 'r1', 'p' || n.r, NULL, 1, now(), now(), NULL FROM n
+  RETURNING id),
+cm AS (
+  INSERT INTO components (id, rack_id, type, name, manufacturer, manufacturer_key, model, serial_number, firmware_version, description, slot_id, tray_idx, host_id, external_id, power_state, revision, created_at, updated_at, deleted_at)
+  SELECT gen_random_uuid(), rk.id, s.kind, 'pgb-r' || lpad(n.r::text, 7, '0') || '-' || s.kind || lpad(s.k::text, 2, '0'), s.manufacturer, lower(s.manufacturer), s.model, 'PG' || lpad(n.r::text, 7, '0') || '-' || s.tag || lpad(s.k::text, 2, '0'), '1.0.0', NULL, s.slot, s.k, 0, NULL, NULL, 1, now(), now(), NULL
+  FROM rk, n, spec s
+  RETURNING id, slot_id)
+INSERT INTO bmcs (id, component_id, type, mac_address, ip_address, created_at, deleted_at)
+SELECT gen_random_uuid(), cm.id, b.t, {mac}, NULL, now(), NULL
+FROM cm JOIN spec s ON s.slot = cm.slot_id CROSS JOIN n CROSS JOIN LATERAL unnest(s.bmc_types) WITH ORDINALITY AS b(t, ord);
+COMMIT;
+"""
+
+
+def main():
+    kind, path = sys.argv[1], sys.argv[2]
+    text = LOOKUP if kind == "lookup" else import_sql()
+    with open(path, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+//! `flow power …` and `flow firmware upgrade`: submit an operation, print its tasks, optionally wait.
+
+use clap::{Args, Subcommand};
+use reqwest::Method;
+use serde_json::{Map, Value, json};
+
+use super::client::{CliError, Client, exit};
+use super::input::rack_ref;
+use super::output::{self, Format, Table, cell};
+use super::watch;
+
+/// Options every operation takes.
+#[derive(Debug, Clone, Args)]
+pub struct Submit {
+    /// Free text stored with the tasks.
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Block until every created task ends; the exit code is the worst outcome.
+    #[arg(long)]
+    pub wait: bool,
+    /// Retrying with the same key returns the first answer instead of starting new tasks.
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
+}
+
+/// Which racks (and which of their component types) an operation touches.
+#[derive(Debug, Clone, Args)]
+pub struct Targets {
+    /// Rack names or ids (repeat, or comma-separate).
+    #[arg(long, required = true, num_args = 1.., value_delimiter = ',')]
+    pub rack: Vec<String>,
+    /// Only these component types (`compute,nvswitch,powershelf`, ...).
+    #[arg(long = "type", value_delimiter = ',')]
+    pub types: Vec<String>,
+}
+
+/// What to do when a rack is busy with a conflicting task.
+#[derive(Debug, Clone, Args)]
+pub struct Conflict {
+    /// Wait for the rack to be free (the task is created `waiting`).
+    #[arg(long, conflicts_with = "reject")]
+    pub queue: bool,
+    /// Refuse a busy rack (the default).
+    #[arg(long)]
+    pub reject: bool,
+    /// How long a queued task may wait, in seconds (default 3600).
+    #[arg(long, value_name = "SECS")]
+    pub queue_timeout: Option<u64>,
+}
+
+/// Options of `flow power on|off|reset`.
+#[derive(Debug, Clone, Args)]
+pub struct PowerArgs {
+    #[command(flatten)]
+    pub targets: Targets,
+    /// Off / reset only: cut power without a graceful shutdown.
+    #[arg(long)]
+    pub forced: bool,
+    #[command(flatten)]
+    pub conflict: Conflict,
+    #[command(flatten)]
+    pub submit: Submit,
+}
+
+/// `flow power …`
+#[derive(Debug, Subcommand)]
+pub enum PowerCommand {
+    /// Power on: power shelves, then NVSwitch trays, then compute trays.
+    On(PowerArgs),
+    /// Power off in reverse order.
+    Off(PowerArgs),
+    /// Everything off, then everything on, in safe order.
+    Reset(PowerArgs),
+}
+
+/// `flow firmware …`
+#[derive(Debug, Subcommand)]
+pub enum FirmwareCommand {
+    /// Update each device's firmware and follow it until done.
+    Upgrade(FirmwareArgs),
+}
+
+/// Options of `flow firmware upgrade`.
+#[derive(Debug, Clone, Args)]
+pub struct FirmwareArgs {
+    #[command(flatten)]
+    pub targets: Targets,
+    /// One version for every component type (default: each manager's desired version).
+    #[arg(long, conflicts_with = "version_for")]
+    pub version: Option<String>,
+    /// A version per component type: `--version-for compute=1.4.2` (repeatable).
+    #[arg(long, value_name = "TYPE=VERSION")]
+    pub version_for: Vec<String>,
+    /// Firmware parts (`pmc`, `psu`, `bmc`, `cpld`, `bios`, `nvos`); repeat or comma-separate.
+    #[arg(long, value_delimiter = ',')]
+    pub sub_target: Vec<String>,
+    /// Do not start before this time (RFC 3339).
+    #[arg(long)]
+    pub start_time: Option<String>,
+    /// Give up if not done by this time (RFC 3339).
+    #[arg(long)]
+    pub end_time: Option<String>,
+    #[command(flatten)]
+    pub conflict: Conflict,
+    #[command(flatten)]
+    pub submit: Submit,
+}
+
+/// `flow power on|off|reset`: the exit code as for [`submit`].
+pub async fn power(
+    client: &Client,
+    format: Format,
+    command: &PowerCommand,
+) -> Result<u8, CliError> {
+    let (operation, args) = match command {
+        PowerCommand::On(args) => ("power-on", args),
+        PowerCommand::Off(args) => ("power-off", args),
+        PowerCommand::Reset(args) => ("power-reset", args),
+    };
+    let mut body = target_spec(&args.targets);
+    if args.forced {
+        if operation == "power-on" {
+            return Err(CliError::Usage(
+                "--forced applies to power off and reset".into(),
+            ));
+        }
+        body.insert("forced".into(), json!(true));
+    }
+    conflict(&mut body, &args.conflict);
+    submit(client, format, operation, Value::Object(body), &args.submit).await
+}
+
+/// `flow firmware upgrade`: the exit code as for [`submit`].
+pub async fn firmware(
+    client: &Client,
+    format: Format,
+    command: &FirmwareCommand,
+) -> Result<u8, CliError> {
+    let FirmwareCommand::Upgrade(args) = command;
+    let mut body = target_spec(&args.targets);
+    if let Some(version) = &args.version {
+        body.insert("target_version".into(), json!(version));
+    } else if !args.version_for.is_empty() {
+        let mut versions = Map::new();
+        for pair in &args.version_for {
+            let (kind, version) = pair.split_once('=').ok_or_else(|| {
+                CliError::Usage(format!("--version-for {pair}: expected TYPE=VERSION"))
+            })?;
+            versions.insert(kind.to_string(), json!(version));
+        }
+        body.insert("target_version".into(), Value::Object(versions));
+    }
+    if !args.sub_target.is_empty() {
+        body.insert("sub_targets".into(), json!(args.sub_target));
+    }
+    for (key, value) in [
+        ("start_time", &args.start_time),
+        ("end_time", &args.end_time),
+    ] {
+        if let Some(value) = value {
+            body.insert(key.into(), json!(value));
+        }
+    }
+    conflict(&mut body, &args.conflict);
+    let body = Value::Object(body);
+    submit(client, format, "firmware-upgrade", body, &args.submit).await
+}
+
+fn target_spec(targets: &Targets) -> Map<String, Value> {
+    let racks: Vec<Value> = targets
+        .rack
+        .iter()
+        .map(|r| {
+            let mut rack = rack_ref(r);
+            if !targets.types.is_empty() {
+                rack["component_types"] = json!(targets.types);
+            }
+            rack
+        })
+        .collect();
+    let mut body = Map::new();
+    body.insert("target_spec".into(), json!({ "racks": racks }));
+    body
+}
+
+fn conflict(body: &mut Map<String, Value>, conflict: &Conflict) {
+    if conflict.queue || conflict.reject {
+        let strategy = if conflict.queue { "queue" } else { "reject" };
+        body.insert("conflict_strategy".into(), json!(strategy));
+    }
+    if let Some(secs) = conflict.queue_timeout {
+        body.insert("queue_timeout_seconds".into(), json!(secs));
+    }
+}
+
+/// Posts `POST /v1/operations/{operation}`, prints the submission and, with `--wait`, follows
+/// every task. Exit code: 1 if a task failed or was cancelled, else 4 if a rack was refused.
+pub async fn submit(
+    client: &Client,
+    format: Format,
+    operation: &str,
+    mut body: Value,
+    submit: &Submit,
+) -> Result<u8, CliError> {
+    if let Some(description) = &submit.description {
+        body["description"] = json!(description);
+    }
+    let mut request = client
+        .request(Method::POST, &format!("/v1/operations/{operation}"))
+        .json(&body);
+    if let Some(key) = &submit.idempotency_key {
+        request = request.header("idempotency-key", key);
+    }
+    let reply = client.send(request).await?;
+    output::emit(format, &reply.text, &reply.body, submission_view);
+    let rejected = reply.body["rejected"].as_array().map_or(0, Vec::len);
+    if rejected > 0 && format == Format::Json {
+        eprintln!("{rejected} rack(s) refused; see `rejected`");
+    }
+    let mut code = if rejected > 0 {
+        exit::CONFLICT
+    } else {
+        exit::OK
+    };
+    if submit.wait {
+        let ids: Vec<String> = reply.body["task_ids"]
+            .as_array()
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|i| i.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let tasks: Vec<Value> = watch::wait_all(client, &ids)
+            .await?
+            .into_iter()
+            .map(|t| t.body)
+            .collect();
+        if format == Format::Table {
+            output::print(&super::tasks::tasks_table(&tasks));
+        }
+        if tasks.iter().any(|t| !watch::succeeded(t)) {
+            code = exit::TASK_FAILED;
+        }
+    }
+    Ok(code)
+}
+
+fn submission_view(body: &Value) -> String {
+    let mut out = format!("request {}\n", cell(&body["request_id"]));
+    for id in body["task_ids"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    {
+        out.push_str(&format!("task    {}\n", cell(id)));
+    }
+    let rejected = body["rejected"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if !rejected.is_empty() {
+        let mut table = Table::new(&["REFUSED RACK", "CODE", "REASON"]);
+        for r in rejected {
+            table.row(vec![
+                cell(&r["rack_name"]),
+                cell(&r["code"]),
+                cell(&r["reason"]),
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&table.render());
+    }
+    out
+}
