@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    Select,
 };
 use uuid::Uuid;
 
@@ -12,7 +13,7 @@ use super::query::{
     Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
 };
 use super::racks;
-use super::rows::{component_from_row, load_bmcs, with_bmcs};
+use super::rows::{bmc_from_row, component_from_row, with_bmcs};
 use super::uniqueness::{Candidate, ensure_unique, mac_clashes, on_unique};
 use crate::db::entities::{bmcs, components};
 use crate::error::{Error, Result};
@@ -178,18 +179,39 @@ pub(crate) async fn find_live_row(
         .await?)
 }
 
-async fn one(db: &impl ConnectionTrait, row: components::Model) -> Result<Component> {
-    let mut bmcs = load_bmcs(db, &[row.id]).await?;
-    let own = bmcs.remove(&row.id).unwrap_or_default();
-    component_from_row(row, own)
+/// The first live component `query` finds, with its BMCs, in one statement: lookups are the
+/// hottest path of the API, and a second round trip for the BMCs doubled their cost.
+async fn first_with_bmcs(
+    db: &impl ConnectionTrait,
+    query: Select<components::Entity>,
+) -> Result<Option<Component>> {
+    let rows = query
+        .filter(components::Column::DeletedAt.is_null())
+        .find_with_related(bmcs::Entity)
+        .all(db)
+        .await?;
+    let Some((row, mut own)) = rows.into_iter().next() else {
+        return Ok(None);
+    };
+    own.retain(|b| b.deleted_at.is_none());
+    // The same order `load_bmcs` gives lists: host BMCs first, then by MAC.
+    own.sort_by(|a, b| {
+        b.r#type
+            .cmp(&a.r#type)
+            .then_with(|| a.mac_address.cmp(&b.mac_address))
+    });
+    let bmcs = own
+        .into_iter()
+        .map(bmc_from_row)
+        .collect::<Result<Vec<_>>>()?;
+    component_from_row(row, bmcs).map(Some)
 }
 
 /// A live component by id.
 pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Component> {
-    let row = find_live_row(db, id)
+    first_with_bmcs(db, components::Entity::find_by_id(id))
         .await?
-        .ok_or_else(|| Error::not_found("component", id))?;
-    one(db, row).await
+        .ok_or_else(|| Error::not_found("component", id))
 }
 
 /// A live component by manufacturer (any case) and serial number.
@@ -198,14 +220,12 @@ pub async fn get_by_serial(
     manufacturer: &str,
     serial: &str,
 ) -> Result<Component> {
-    let row = components::Entity::find()
+    let query = components::Entity::find()
         .filter(components::Column::ManufacturerKey.eq(manufacturer_key(manufacturer)))
-        .filter(components::Column::SerialNumber.eq(serial))
-        .filter(components::Column::DeletedAt.is_null())
-        .one(db)
+        .filter(components::Column::SerialNumber.eq(serial));
+    first_with_bmcs(db, query)
         .await?
-        .ok_or_else(|| Error::not_found("component", format!("{manufacturer} {serial}")))?;
-    one(db, row).await
+        .ok_or_else(|| Error::not_found("component", format!("{manufacturer} {serial}")))
 }
 
 /// The live component that owns a BMC with this MAC.

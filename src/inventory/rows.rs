@@ -32,7 +32,7 @@ pub(crate) fn rack_from_row(row: racks::Model) -> Rack {
     }
 }
 
-fn bmc_from_row(row: bmcs::Model) -> Result<Bmc> {
+pub(crate) fn bmc_from_row(row: bmcs::Model) -> Result<Bmc> {
     let kind = BmcType::parse(&row.r#type).ok_or_else(|| {
         Error::Internal(format!("bmc {} has unknown type {:?}", row.id, row.r#type))
     })?;

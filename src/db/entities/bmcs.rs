@@ -16,6 +16,20 @@ pub struct Model {
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
+pub enum Relation {
+    #[sea_orm(
+        belongs_to = "super::components::Entity",
+        from = "Column::ComponentId",
+        to = "super::components::Column::Id",
+        on_delete = "Cascade"
+    )]
+    Components,
+}
+
+impl Related<super::components::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::Components.def()
+    }
+}
 
 impl ActiveModelBehavior for ActiveModel {}

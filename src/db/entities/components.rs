@@ -28,6 +28,15 @@ pub struct Model {
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
+pub enum Relation {
+    #[sea_orm(has_many = "super::bmcs::Entity")]
+    Bmcs,
+}
+
+impl Related<super::bmcs::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::Bmcs.def()
+    }
+}
 
 impl ActiveModelBehavior for ActiveModel {}
