@@ -8,7 +8,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::model::{Component, ComponentPatch, ComponentType, NewBmc, NewComponent, Rack};
+use super::model::{Bmc, Component, ComponentPatch, ComponentType, NewBmc, NewComponent, Rack};
 use super::query::{
     Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
 };
@@ -70,6 +70,44 @@ pub(crate) fn bmc_row(component_id: Uuid, b: &NewBmc, now: DateTime<Utc>) -> bmc
         ip_address: Set(b.ip_address.map(|ip| ip.to_string())),
         created_at: Set(now),
         deleted_at: Set(None),
+    }
+}
+
+/// The component `insert_all` stores for `c`, as a read would return it.
+pub(crate) fn as_stored(
+    id: Uuid,
+    rack_id: Option<Uuid>,
+    c: &NewComponent,
+    now: DateTime<Utc>,
+) -> Component {
+    let mut bmcs: Vec<Bmc> = c
+        .bmcs
+        .iter()
+        .map(|b| Bmc {
+            kind: b.kind,
+            mac_address: b.mac_address.to_string(),
+            ip_address: b.ip_address.map(|ip| ip.to_string()),
+        })
+        .collect();
+    bmcs.sort_by(super::rows::bmc_order);
+    Component {
+        id,
+        rack_id,
+        kind: c.kind,
+        name: c.name.clone(),
+        manufacturer: c.manufacturer.clone(),
+        model: c.model.clone(),
+        serial_number: c.serial_number.clone(),
+        firmware_version: c.firmware_version.clone(),
+        description: c.description.clone(),
+        position: c.position,
+        external_id: None,
+        power_state: None,
+        bmcs,
+        revision: 1,
+        created_at: now,
+        updated_at: now,
+        deleted_at: None,
     }
 }
 
@@ -194,16 +232,11 @@ async fn first_with_bmcs(
         return Ok(None);
     };
     own.retain(|b| b.deleted_at.is_none());
-    // The same order `load_bmcs` gives lists: host BMCs first, then by MAC.
-    own.sort_by(|a, b| {
-        b.r#type
-            .cmp(&a.r#type)
-            .then_with(|| a.mac_address.cmp(&b.mac_address))
-    });
-    let bmcs = own
+    let mut bmcs = own
         .into_iter()
         .map(bmc_from_row)
         .collect::<Result<Vec<_>>>()?;
+    bmcs.sort_by(super::rows::bmc_order);
     component_from_row(row, bmcs).map(Some)
 }
 

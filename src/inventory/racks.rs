@@ -8,7 +8,9 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::components::{self as component_store, check_revision, upsert_bmcs};
-use super::model::{Change, ComponentChange, NewComponent, NewRack, PatchReport, Rack, RackPatch};
+use super::model::{
+    Change, Component, ComponentChange, NewComponent, NewRack, PatchReport, Rack, RackPatch,
+};
 use super::nvl;
 use super::query::{
     Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
@@ -143,10 +145,31 @@ pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) 
     .await
     .map_err(|e| on_unique(e, "the rack"))?;
     let all: Vec<&NewComponent> = new.components.iter().collect();
-    component_store::insert_all(&txn, Some(id), &all, now).await?;
-    let rack = get(&txn, id, true).await?;
+    let ids = component_store::insert_all(&txn, Some(id), &all, now).await?;
     txn.commit().await?;
-    Ok(rack)
+    // Everything stored is known here, so the answer is built rather than read back: reading
+    // the rack, its components and their BMCs again tripled the round trips of an import.
+    let mut components: Vec<Component> = ids
+        .into_iter()
+        .zip(&new.components)
+        .map(|(cid, c)| component_store::as_stored(cid, Some(id), c, now))
+        .collect();
+    components.sort_by(super::rows::rack_order);
+    Ok(Rack {
+        id,
+        name: new.name.clone(),
+        manufacturer: new.manufacturer.clone(),
+        serial_number: new.serial_number.clone(),
+        model: new.model.clone(),
+        description: new.description.clone(),
+        location: new.location.clone(),
+        nvl_domain_id: None,
+        revision: 1,
+        created_at: now,
+        updated_at: now,
+        deleted_at: None,
+        components: Some(components),
+    })
 }
 
 /// A live rack by id, optionally with its live components.

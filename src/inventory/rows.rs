@@ -75,6 +75,25 @@ pub(crate) fn component_from_row(row: components::Model, bmcs: Vec<Bmc>) -> Resu
     })
 }
 
+/// The order BMCs are listed in: host BMCs first, then by MAC.
+pub(crate) fn bmc_order(a: &Bmc, b: &Bmc) -> std::cmp::Ordering {
+    let host_first = |x: &Bmc| x.kind != BmcType::Host;
+    host_first(a)
+        .cmp(&host_first(b))
+        .then_with(|| a.mac_address.cmp(&b.mac_address))
+}
+
+/// The order a rack's components are listed in: by type name, tray index (unset last), name, id.
+pub(crate) fn rack_order(a: &Component, b: &Component) -> std::cmp::Ordering {
+    let tray = |c: &Component| (c.position.tray_idx.is_none(), c.position.tray_idx);
+    a.kind
+        .as_str()
+        .cmp(b.kind.as_str())
+        .then_with(|| tray(a).cmp(&tray(b)))
+        .then_with(|| a.name.cmp(&b.name))
+        .then_with(|| a.id.cmp(&b.id))
+}
+
 /// Live BMCs of the given components, grouped by component, host BMCs first.
 pub(crate) async fn load_bmcs(
     db: &impl ConnectionTrait,
@@ -97,6 +116,9 @@ pub(crate) async fn load_bmcs(
                 .or_default()
                 .push(bmc_from_row(row)?);
         }
+    }
+    for list in by_component.values_mut() {
+        list.sort_by(bmc_order);
     }
     Ok(by_component)
 }
@@ -140,6 +162,10 @@ pub(crate) async fn load_rack_components(
         if let Some(rack_id) = component.rack_id {
             by_rack.entry(rack_id).or_default().push(component);
         }
+    }
+    // Sorted here, not in SQL: the backends disagree on where NULL tray indexes go.
+    for list in by_rack.values_mut() {
+        list.sort_by(rack_order);
     }
     Ok(by_rack)
 }

@@ -59,7 +59,17 @@ async fn the_readme_example_is_found_by_component_serial_with_exactly_its_values
 }
 
 async fn creating_a_rack_answers_201_with_location_etag_and_components(app: TestApp) {
-    let r = app.post("/v1/expected-racks", &gb200_rack(1, 4)).await;
+    let mut body = gb200_rack(1, 4);
+    // Components without a position sort the same on both backends (unset tray index last).
+    for name in ["cdu-b", "cdu-a"] {
+        body["components"].as_array_mut().unwrap().push(json!({
+            "type": "cdu", "name": name, "manufacturer": "Vertiv", "serial_number": format!("SN-{name}"),
+            "bmcs": [{"type": "dpu", "mac_address": format!("02:ff:00:00:00:{}", if name == "cdu-a" { "0a" } else { "0b" })},
+                     {"type": "host", "mac_address": format!("02:ff:00:00:01:{}", if name == "cdu-a" { "0a" } else { "0b" })}]
+        }));
+    }
+    body["components"][0]["position"] = json!({"slot_id": 11});
+    let r = app.post("/v1/expected-racks", &body).await;
     assert_eq!(r.status, 201, "{}", r.text);
     let id = r.body["id"].as_str().unwrap();
     assert_eq!(
@@ -68,10 +78,17 @@ async fn creating_a_rack_answers_201_with_location_etag_and_components(app: Test
     );
     assert_eq!(r.header("etag"), Some("\"1\""));
     let components = r.body["components"].as_array().unwrap();
-    assert_eq!(components.len(), 9);
+    assert_eq!(components.len(), 11);
     assert!(components.iter().all(|c| c["rack_id"] == id));
-    assert_eq!(app.count_rows("components").await, 9);
-    assert_eq!(app.count_rows("bmcs").await, 4 * 3 + 2 + 2);
+    assert_eq!(components[0]["name"], "cdu-a");
+    assert_eq!(components[0]["bmcs"][0]["type"], "host", "host BMCs first");
+    assert_eq!(app.count_rows("components").await, 11);
+    assert_eq!(app.count_rows("bmcs").await, 4 * 3 + 2 + 2 + 4);
+    // The answer is what a read returns, down to the order of components and BMCs.
+    let read = app
+        .get(&format!("/v1/racks/{id}?include_components=true"))
+        .await;
+    assert_eq!(read.body, r.body);
 }
 
 async fn a_rack_is_read_by_id_and_by_serial_with_or_without_components(app: TestApp) {
