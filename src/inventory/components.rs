@@ -163,13 +163,12 @@ pub async fn add(
     ensure_unique(
         &txn,
         &[Candidate {
-            path: "$".into(),
+            path: String::new(),
             component: new,
             existing: None,
         }],
     )
-    .await
-    .map_err(strip_root)?;
+    .await?;
     let ids = insert_all(&txn, new.rack_id, &[new], now).await?;
     let id = ids
         .first()
@@ -178,33 +177,6 @@ pub async fn add(
     let component = get(&txn, id).await?;
     txn.commit().await?;
     Ok(component)
-}
-
-/// Field paths of a single-component request have no `$.` prefix.
-fn strip_root(err: Error) -> Error {
-    let fix = |errors: Vec<crate::error::FieldError>| {
-        errors
-            .into_iter()
-            .map(|mut e| {
-                e.field = e.field.trim_start_matches("$.").to_string();
-                e.message = e.message.replace("$.", "");
-                e
-            })
-            .collect()
-    };
-    match err {
-        Error::Invalid(errors) => Error::Invalid(fix(errors)),
-        Error::Conflict {
-            code,
-            message,
-            errors,
-        } => Error::Conflict {
-            code,
-            message,
-            errors: fix(errors),
-        },
-        other => other,
-    }
 }
 
 pub(crate) async fn find_live_row(

@@ -13,6 +13,15 @@ use super::query::manufacturer_key;
 use crate::db::entities::{bmcs, components};
 use crate::error::{Error, FieldError, Result};
 
+/// A field's JSON path under `path` (empty for a top-level component).
+fn at(path: &str, field: &str) -> String {
+    if path.is_empty() {
+        field.to_string()
+    } else {
+        format!("{path}.{field}")
+    }
+}
+
 /// A component about to be written, with the JSON path its fields are reported under.
 pub(crate) struct Candidate<'a> {
     pub path: String,
@@ -33,14 +42,14 @@ pub(crate) fn in_request(candidates: &[Candidate<'_>]) -> Vec<FieldError> {
         );
         if let Some(first) = serials.get(&key) {
             errors.push(FieldError::new(
-                format!("{}.serial_number", c.path),
-                format!("repeats {first}.serial_number"),
+                at(&c.path, "serial_number"),
+                format!("repeats {}", at(first, "serial_number")),
             ));
         } else {
             serials.insert(key, &c.path);
         }
         for (i, bmc) in c.component.bmcs.iter().enumerate() {
-            let field = format!("{}.bmcs[{i}].mac_address", c.path);
+            let field = at(&c.path, &format!("bmcs[{i}].mac_address"));
             if let Some(first) = macs.get(bmc.mac_address.as_str()) {
                 errors.push(FieldError::new(&field, format!("repeats {first}")));
             } else {
@@ -88,7 +97,7 @@ pub(crate) async fn against_store(
         });
         if let Some(s) = clash {
             errors.push(FieldError::new(
-                format!("{}.serial_number", c.path),
+                at(&c.path, "serial_number"),
                 format!(
                     "{} {} is already component {}",
                     c.component.manufacturer, c.component.serial_number, s.id
@@ -99,11 +108,13 @@ pub(crate) async fn against_store(
     let bmcs: Vec<(String, &NewBmc, Option<Uuid>)> = candidates
         .iter()
         .flat_map(|c| {
-            c.component
-                .bmcs
-                .iter()
-                .enumerate()
-                .map(move |(i, b)| (format!("{}.bmcs[{i}].mac_address", c.path), b, c.existing))
+            c.component.bmcs.iter().enumerate().map(move |(i, b)| {
+                (
+                    at(&c.path, &format!("bmcs[{i}].mac_address")),
+                    b,
+                    c.existing,
+                )
+            })
         })
         .collect();
     errors.extend(mac_clashes(db, &bmcs).await?);

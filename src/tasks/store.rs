@@ -14,7 +14,7 @@ use super::model::{StepEvent, StepRecord, StepStatus, Task, TaskComponent, TaskS
 use crate::db::entities::{racks, task_steps, tasks};
 use crate::error::{Error, Result};
 use crate::inventory::model::ComponentType;
-use crate::inventory::query::{Page, PageRequest};
+use crate::inventory::query::Page;
 use crate::operations::model::{ConflictStrategy, Operation};
 use crate::operations::plan::Plan;
 
@@ -416,7 +416,6 @@ pub async fn list(
     limit: u64,
     cursor: Option<&str>,
 ) -> Result<Page<Task>> {
-    let page = PageRequest::parse(Some(limit), None)?;
     let mut query = tasks::Entity::find();
     if let Some(rack) = filter.rack_id {
         query = query.filter(tasks::Column::RackId.eq(rack));
@@ -468,18 +467,21 @@ pub async fn list(
     let rows = query
         .order_by_desc(tasks::Column::CreatedAt)
         .order_by_desc(tasks::Column::Id)
-        .limit(page.limit + 1)
+        .limit(limit + 1)
         .all(db)
         .await?;
-    let items: Vec<Task> = rows.into_iter().map(task_from_row).collect::<Result<_>>()?;
-    let mut page = Page::from_rows(items, limit, total, |_| crate::inventory::query::Cursor {
-        name: String::new(),
-        id: Uuid::nil(),
-    });
-    page.next_cursor = if page.next_cursor.is_some() {
-        page.items.last().map(encode_cursor)
+    // One row past the page only tells whether another page follows.
+    let more = rows.len() as u64 > limit;
+    let mut items: Vec<Task> = rows.into_iter().map(task_from_row).collect::<Result<_>>()?;
+    items.truncate(limit as usize);
+    let next_cursor = if more {
+        items.last().map(encode_cursor)
     } else {
         None
     };
-    Ok(page)
+    Ok(Page {
+        items,
+        next_cursor,
+        total,
+    })
 }
