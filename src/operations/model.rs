@@ -143,6 +143,9 @@ pub struct OperationSpec {
     pub description: Option<String>,
     pub conflict_strategy: ConflictStrategy,
     pub queue_timeout_secs: u64,
+    /// A stored operation rule to run instead of the one resolution would pick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_id: Option<Uuid>,
 }
 
 impl OperationSpec {
@@ -223,6 +226,7 @@ mod tests {
             description: None,
             conflict_strategy: ConflictStrategy::Reject,
             queue_timeout_secs: DEFAULT_QUEUE_TIMEOUT_SECS,
+            rule_id: None,
         }
     }
 

@@ -175,6 +175,7 @@ pub fn build_spec(
         queue_timeout_secs: common
             .queue_timeout_seconds
             .unwrap_or(DEFAULT_QUEUE_TIMEOUT_SECS),
+        rule_id: None,
     };
     match spec.validate() {
         Err(Error::Invalid(errors)) => {
