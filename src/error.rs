@@ -120,6 +120,10 @@ impl Violations {
         self.0.is_empty()
     }
 
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// `Ok(())` when nothing was collected, otherwise `Error::Invalid` with every violation.
     pub fn finish(self) -> Result<()> {
         if self.0.is_empty() {

@@ -8,6 +8,10 @@
 //! - [`db`] connects to PostgreSQL or SQLite and runs the migrations in the `migration` crate.
 //! - [`config`] loads the typed configuration once; [`app`] is the state handlers share.
 //! - [`error`] is the one domain error type.
+//! - [`rules`] holds operation rules: stored, default and built-in stage sequences.
+
+// The OpenAPI examples are large `json!` literals.
+#![recursion_limit = "256"]
 
 pub mod api;
 pub mod app;
@@ -21,6 +25,7 @@ pub mod dev;
 pub mod error;
 pub mod inventory;
 pub mod operations;
+pub mod rules;
 pub mod service;
 pub mod tasks;
 pub mod telemetry;

@@ -26,22 +26,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 "expected a JSON body with Content-Type: application/json",
             ));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            let status = rejection.status();
-            if status == StatusCode::PAYLOAD_TOO_LARGE {
-                Problem::new(
-                    status,
-                    "payload_too_large",
-                    "the request body is larger than this server accepts",
-                )
-            } else {
-                Problem::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_body",
-                    rejection.body_text(),
-                )
-            }
-        })?;
+        let bytes = read_body(req, state).await?;
         // Every request body is an object; serde would otherwise read an array as a struct's
         // fields in order.
         if bytes
@@ -55,6 +40,74 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
             )]));
         }
         parse_json(&bytes).map(Json)
+    }
+}
+
+/// The body's bytes; too large is a 413, anything else unreadable a 400.
+async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Problem> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        let status = rejection.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            Problem::new(
+                status,
+                "payload_too_large",
+                "the request body is larger than this server accepts",
+            )
+        } else {
+            Problem::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_body",
+                rejection.body_text(),
+            )
+        }
+    })
+}
+
+fn is_yaml(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|mime| {
+            matches!(
+                mime.trim().to_ascii_lowercase().as_str(),
+                "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml"
+            )
+        })
+        .unwrap_or(false)
+}
+
+/// A JSON or YAML object body, untyped: for inputs the domain validates field by field so that
+/// every problem is reported at once.
+#[derive(Debug)]
+pub struct Document(pub serde_json::Value);
+
+impl<S: Send + Sync> FromRequest<S> for Document {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let yaml = is_yaml(req.headers());
+        if !yaml && !is_json(req.headers()) {
+            return Err(Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "expected a body with Content-Type: application/json or application/yaml",
+            ));
+        }
+        let bytes = read_body(req, state).await?;
+        let parsed: Result<serde_json::Value, String> = if yaml {
+            serde_yaml::from_slice(&bytes).map_err(|e| format!("not valid YAML: {e}"))
+        } else {
+            serde_json::from_slice(&bytes).map_err(|e| format!("not valid JSON: {e}"))
+        };
+        match parsed {
+            Ok(value) if value.is_object() => Ok(Document(value)),
+            Ok(_) => Err(Problem::invalid(vec![FieldError::new(
+                "body",
+                "expected an object",
+            )])),
+            Err(message) => Err(Problem::invalid(vec![FieldError::new("body", message)])),
+        }
     }
 }
 

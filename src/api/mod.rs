@@ -7,6 +7,7 @@ pub mod openapi;
 pub mod operations;
 pub mod problem;
 pub mod racks;
+pub mod rules;
 pub mod schema;
 pub mod system;
 pub mod tasks;
@@ -36,6 +37,7 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(components::routes())
         .merge(nvl_domains::routes())
         .merge(operations::routes())
+        .merge(rules::routes())
         .merge(tasks::routes())
         .merge(system::routes())
 }

@@ -7,6 +7,7 @@ pub const COMPONENTS: &str = "components";
 pub const NVL_DOMAINS: &str = "nvl-domains";
 pub const OPERATIONS: &str = "operations";
 pub const TASKS: &str = "tasks";
+pub const RULES: &str = "operation-rules";
 pub const SYSTEM: &str = "system";
 
 #[derive(OpenApi)]
@@ -25,6 +26,7 @@ and rack-level operations on them. Errors are RFC 9457 `application/problem+json
         (name = COMPONENTS, description = "Trays, switches, power shelves and other devices, with their BMCs"),
         (name = NVL_DOMAINS, description = "NVLink domains and the racks they join"),
         (name = OPERATIONS, description = "Power, firmware, bring-up and ingest: one task per rack, run as a durable workflow"),
+        (name = RULES, description = "Operation rules: the stages each operation walks, per rack or as the default, every version kept"),
         (name = TASKS, description = "Tasks, their per-component reports, cancellation and live events"),
         (name = SYSTEM, description = "Version, liveness and readiness"),
     )

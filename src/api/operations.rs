@@ -4,17 +4,18 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::{Json, uuid_param};
+use super::extract::{Json, Query, uuid_param};
 use super::openapi::OPERATIONS;
 use super::problem::{ApiResult, Problem};
 use super::schema::operation::{
     Common, ConflictStrategyDoc, FirmwareUpgradeRequest, PowerOffRequest, PowerOnRequest,
-    RackJobRequest, RackTargetDoc, SubmissionDoc, TargetSpecDoc, build_spec,
+    PowerResetRequest, RackJobRequest, RackTargetDoc, SubmissionDoc, TargetSpecDoc, build_spec,
 };
+use super::schema::rule::{DryRunDoc, RackPlanDoc};
 use crate::app::AppState;
 use crate::error::{Error, Violations};
 use crate::operations::model::{Operation, OperationSpec};
@@ -37,6 +38,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
 // Never built: it exists for the OpenAPI document.
 #[allow(dead_code)]
 enum Submitted {
+    /// `dry_run=true`: the exact plan per rack (resolved rule, stages, components, parallelism,
+    /// duration bound, blocking tasks); nothing was created.
+    #[response(status = 200)]
+    DryRun(DryRunDoc),
     /// Tasks created, one per rack; `rejected` lists racks that got none.
     #[response(status = 202, headers(("Location" = String, description = "The first task")))]
     Accepted(SubmissionDoc),
@@ -69,8 +74,37 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
     }
 }
 
+/// Query every operation endpoint takes.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DryRunQuery {
+    /// Answer with the plan per rack instead of creating tasks.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
 /// Submits the spec and answers 202 with the tasks and a `Location` of the first one.
-async fn submit(state: &AppState, headers: &HeaderMap, spec: OperationSpec) -> ApiResult<Response> {
+async fn submit(
+    state: &AppState,
+    headers: &HeaderMap,
+    dry_run: bool,
+    spec: OperationSpec,
+) -> ApiResult<Response> {
+    if dry_run {
+        let racks = state
+            .tasks()
+            .preview(&spec)
+            .await?
+            .into_iter()
+            .map(RackPlanDoc::from)
+            .collect();
+        return Ok(axum::Json(DryRunDoc {
+            dry_run: true,
+            racks,
+        })
+        .into_response());
+    }
     let key = idempotency_key(headers)?;
     let submission = state.tasks().submit(&spec, key.as_deref()).await?;
     let location = submission
@@ -93,12 +127,14 @@ fn common<'a>(
     description: &'a Option<String>,
     strategy: Option<ConflictStrategyDoc>,
     timeout: Option<u64>,
+    rule_id: Option<uuid::Uuid>,
 ) -> Common<'a> {
     Common {
         target_spec,
         description,
         conflict_strategy: strategy,
         queue_timeout_seconds: timeout,
+        rule_id,
     }
 }
 
@@ -107,15 +143,16 @@ fn common<'a>(
 /// Powers on the targeted racks or components: power shelves first, then NVSwitch trays, then
 /// compute trays, each device's power verified before the next stage starts. One task per rack.
 #[utoipa::path(post, path = "/v1/operations/power-on", tag = OPERATIONS, request_body = PowerOnRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely: the same key returns the same tasks")),
+    params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely: the same key returns the same tasks")),
     responses(Submitted))]
 pub async fn power_on(
     State(state): State<AppState>,
     headers: HeaderMap,
+    Query(q): Query<DryRunQuery>,
     Json(body): Json<PowerOnRequest>,
 ) -> ApiResult<Response> {
     let spec = build_spec(Operation::PowerOn, body.common(), Violations::default())?;
-    submit(&state, &headers, spec).await
+    submit(&state, &headers, q.dry_run, spec).await
 }
 
 /// Power off
@@ -123,37 +160,40 @@ pub async fn power_on(
 /// Powers off the targeted racks or components: compute trays first, then NVSwitch trays, then
 /// power shelves, each verified off. `forced` cuts power without a graceful shutdown.
 #[utoipa::path(post, path = "/v1/operations/power-off", tag = OPERATIONS, request_body = PowerOffRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
+    params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn power_off(
     State(state): State<AppState>,
     headers: HeaderMap,
+    Query(q): Query<DryRunQuery>,
     Json(body): Json<PowerOffRequest>,
 ) -> ApiResult<Response> {
     let op = Operation::PowerOff {
         forced: body.forced,
     };
     let spec = build_spec(op, body.common(), Violations::default())?;
-    submit(&state, &headers, spec).await
+    submit(&state, &headers, q.dry_run, spec).await
 }
 
 /// Power reset
 ///
-/// Power-cycles the targeted racks or components in a safe order: everything off (compute,
-/// NVSwitch, power shelves), then everything on (power shelves, NVSwitch, compute).
-#[utoipa::path(post, path = "/v1/operations/power-reset", tag = OPERATIONS, request_body = PowerOffRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
+/// Resets the targeted racks or components. `mode: restart` (default) powers everything off in
+/// safe order (compute, NVSwitch, power shelves) and on again in reverse; `warm` resets compute
+/// and NVSwitch trays through their BMCs without removing power; `cold` is a full AC cycle with
+/// a pause for power to drain.
+#[utoipa::path(post, path = "/v1/operations/power-reset", tag = OPERATIONS, request_body = PowerResetRequest,
+    params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn power_reset(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Json(body): Json<PowerOffRequest>,
+    Query(q): Query<DryRunQuery>,
+    Json(body): Json<PowerResetRequest>,
 ) -> ApiResult<Response> {
-    let op = Operation::PowerReset {
-        forced: body.forced,
-    };
-    let spec = build_spec(op, body.common(), Violations::default())?;
-    submit(&state, &headers, spec).await
+    let mut v = Violations::default();
+    let op = body.operation(&mut v);
+    let spec = build_spec(op, body.common(), v)?;
+    submit(&state, &headers, q.dry_run, spec).await
 }
 
 /// Upgrade firmware
@@ -161,11 +201,12 @@ pub async fn power_reset(
 /// Starts a firmware update on each targeted device (compute, then NVSwitch, then power
 /// shelves) and follows it until it completes or fails.
 #[utoipa::path(post, path = "/v1/operations/firmware-upgrade", tag = OPERATIONS, request_body = FirmwareUpgradeRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
+    params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn firmware_upgrade(
     State(state): State<AppState>,
     headers: HeaderMap,
+    Query(q): Query<DryRunQuery>,
     Json(body): Json<FirmwareUpgradeRequest>,
 ) -> ApiResult<Response> {
     let mut v = Violations::default();
@@ -176,7 +217,7 @@ pub async fn firmware_upgrade(
         end_time: body.end_time,
     };
     let spec = build_spec(op, body.common(), v)?;
-    submit(&state, &headers, spec).await
+    submit(&state, &headers, q.dry_run, spec).await
 }
 
 /// Bring up
@@ -184,19 +225,26 @@ pub async fn firmware_upgrade(
 /// Brings racks up: powers them on in safe order, then brings NVSwitch and compute firmware to
 /// the site's desired versions. Refused while any other task runs on the rack.
 #[utoipa::path(post, path = "/v1/operations/bring-up", tag = OPERATIONS, request_body = RackJobRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
+    params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn bring_up(
     State(state): State<AppState>,
     headers: HeaderMap,
+    Query(q): Query<DryRunQuery>,
     Json(body): Json<RackJobRequest>,
 ) -> ApiResult<Response> {
     let spec = build_spec(
         Operation::BringUp,
-        common(&body.target_spec, &body.description, None, None),
+        common(
+            &body.target_spec,
+            &body.description,
+            None,
+            None,
+            body.rule_id,
+        ),
         Violations::default(),
     )?;
-    submit(&state, &headers, spec).await
+    submit(&state, &headers, q.dry_run, spec).await
 }
 
 /// Ingest
@@ -204,19 +252,26 @@ pub async fn bring_up(
 /// Registers each targeted device with its manager (power shelves, NVSwitch trays, compute
 /// trays), with a registration built from its inventory record.
 #[utoipa::path(post, path = "/v1/operations/ingest", tag = OPERATIONS, request_body = RackJobRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
+    params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn ingest(
     State(state): State<AppState>,
     headers: HeaderMap,
+    Query(q): Query<DryRunQuery>,
     Json(body): Json<RackJobRequest>,
 ) -> ApiResult<Response> {
     let spec = build_spec(
         Operation::Ingest,
-        common(&body.target_spec, &body.description, None, None),
+        common(
+            &body.target_spec,
+            &body.description,
+            None,
+            None,
+            body.rule_id,
+        ),
         Violations::default(),
     )?;
-    submit(&state, &headers, spec).await
+    submit(&state, &headers, q.dry_run, spec).await
 }
 
 fn rack_target(id: uuid::Uuid) -> TargetSpecDoc {
@@ -250,6 +305,7 @@ pub struct RackPowerRequest {
     pub description: Option<String>,
     pub conflict_strategy: Option<ConflictStrategyDoc>,
     pub queue_timeout_seconds: Option<u64>,
+    pub rule_id: Option<uuid::Uuid>,
 }
 
 /// Set a rack's power
@@ -257,12 +313,13 @@ pub struct RackPowerRequest {
 /// Shortcut for the power operations on one whole rack: `on`, `off`, `cycle` (reset),
 /// `forceoff`, `forcecycle`.
 #[utoipa::path(patch, path = "/v1/racks/{id}/power", tag = OPERATIONS, request_body = RackPowerRequest,
-    params(("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
+    params(DryRunQuery, ("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn set_rack_power(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
+    Query(q): Query<DryRunQuery>,
     Json(body): Json<RackPowerRequest>,
 ) -> ApiResult<Response> {
     let target = rack_target(uuid_param("id", &id)?);
@@ -280,10 +337,11 @@ pub async fn set_rack_power(
             &body.description,
             body.conflict_strategy,
             body.queue_timeout_seconds,
+            body.rule_id,
         ),
         Violations::default(),
     )?;
-    submit(&state, &headers, spec).await
+    submit(&state, &headers, q.dry_run, spec).await
 }
 
 /// Body of `POST /v1/racks/{id}/firmware`: the firmware-upgrade options without targets.
@@ -298,18 +356,20 @@ pub struct RackFirmwareRequest {
     pub description: Option<String>,
     pub conflict_strategy: Option<ConflictStrategyDoc>,
     pub queue_timeout_seconds: Option<u64>,
+    pub rule_id: Option<uuid::Uuid>,
 }
 
 /// Upgrade a rack's firmware
 ///
 /// Shortcut for a firmware upgrade of every device of one rack.
 #[utoipa::path(post, path = "/v1/racks/{id}/firmware", tag = OPERATIONS, request_body = RackFirmwareRequest,
-    params(("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
+    params(DryRunQuery, ("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn upgrade_rack_firmware(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
+    Query(q): Query<DryRunQuery>,
     Json(body): Json<RackFirmwareRequest>,
 ) -> ApiResult<Response> {
     let full = FirmwareUpgradeRequest {
@@ -321,6 +381,7 @@ pub async fn upgrade_rack_firmware(
         description: body.description,
         conflict_strategy: body.conflict_strategy,
         queue_timeout_seconds: body.queue_timeout_seconds,
+        rule_id: body.rule_id,
     };
     let mut v = Violations::default();
     let firmware = full.firmware(&mut v);
@@ -330,7 +391,7 @@ pub async fn upgrade_rack_firmware(
         end_time: full.end_time,
     };
     let spec = build_spec(op, full.common(), v)?;
-    submit(&state, &headers, spec).await
+    submit(&state, &headers, q.dry_run, spec).await
 }
 
 /// Body of `POST /v1/racks/{id}/bring-up`.
@@ -338,25 +399,27 @@ pub async fn upgrade_rack_firmware(
 #[serde(deny_unknown_fields)]
 pub struct RackBringUpRequest {
     pub description: Option<String>,
+    pub rule_id: Option<uuid::Uuid>,
 }
 
 /// Bring up a rack
 ///
 /// Shortcut for the bring-up of one whole rack.
 #[utoipa::path(post, path = "/v1/racks/{id}/bring-up", tag = OPERATIONS, request_body = RackBringUpRequest,
-    params(("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
+    params(DryRunQuery, ("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn bring_up_rack(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
+    Query(q): Query<DryRunQuery>,
     Json(body): Json<RackBringUpRequest>,
 ) -> ApiResult<Response> {
     let target = rack_target(uuid_param("id", &id)?);
     let spec = build_spec(
         Operation::BringUp,
-        common(&target, &body.description, None, None),
+        common(&target, &body.description, None, None, body.rule_id),
         Violations::default(),
     )?;
-    submit(&state, &headers, spec).await
+    submit(&state, &headers, q.dry_run, spec).await
 }

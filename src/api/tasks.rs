@@ -167,7 +167,8 @@ async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
     let task = store::get(state.db(), id).await?;
     let plan = store::plan(state.db(), id).await?;
     let steps = store::steps(state.db(), id).await?;
-    Ok(TaskDoc::new(task, report::build(plan.as_ref(), steps)))
+    let rule = plan.as_ref().map(|p| p.rule.clone());
+    Ok(TaskDoc::new(task, report::build(plan.as_ref(), steps)).with_rule(rule))
 }
 
 /// Get a task

@@ -19,6 +19,10 @@ pub enum Operation {
     PowerReset {
         forced: bool,
     },
+    /// Trays reset through their BMCs without removing power.
+    WarmReset,
+    /// A full AC cycle of the rack, shelves included.
+    ColdReset,
     FirmwareUpgrade {
         firmware: FirmwareRequest,
         /// Window in which the update may run (managers that schedule updates honour it).
@@ -47,6 +51,8 @@ impl Operation {
             Self::PowerOff { forced: true } => "force_power_off",
             Self::PowerReset { forced: false } => "restart",
             Self::PowerReset { forced: true } => "force_restart",
+            Self::WarmReset => "warm_reset",
+            Self::ColdReset => "cold_reset",
             Self::FirmwareUpgrade { .. } => "upgrade",
             Self::BringUp => "bring_up",
             Self::Ingest => "ingest",
@@ -55,9 +61,11 @@ impl Operation {
 
     pub fn task_type(&self) -> TaskType {
         match self {
-            Self::PowerOn | Self::PowerOff { .. } | Self::PowerReset { .. } => {
-                TaskType::PowerControl
-            }
+            Self::PowerOn
+            | Self::PowerOff { .. }
+            | Self::PowerReset { .. }
+            | Self::WarmReset
+            | Self::ColdReset => TaskType::PowerControl,
             Self::FirmwareUpgrade { .. } => TaskType::FirmwareControl,
             Self::BringUp | Self::Ingest => TaskType::BringUp,
         }

@@ -1,106 +1,64 @@
-//! Built-in stage plans: the order in which a rack's components are driven for each operation,
-//! with per-stage parallelism, timeouts and retries, and a workflow timeout that always fits.
+//! A rack's plan: the resolved rule's stages, each with the rack's targeted devices of its types,
+//! the power operation and firmware request filled in, and a workflow timeout that always fits.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::model::Operation;
-use crate::components::{Device, DevicePower, FirmwareRequest, PowerOp};
+use crate::components::{Device, FirmwareRequest};
 use crate::inventory::model::ComponentType;
+use crate::rules::model::{Action, AppliedRule, OnFailure, PowerCode, Retry, Rule, RuleSource};
 
-/// What each device of a stage goes through.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum Action {
-    /// Send a power operation, then poll until the device reports `verify` (when set).
-    Power {
-        op: PowerOp,
-        verify: Option<DevicePower>,
-        verify_timeout_secs: u64,
-        poll_interval_ms: u64,
-    },
-    /// Start a firmware update, then poll until it completes or fails.
-    Firmware {
-        request: FirmwareRequest,
-        timeout_secs: u64,
-        poll_interval_ms: u64,
-    },
-    /// Register the device with its manager.
-    Register,
-}
-
-impl Action {
-    /// Short name for reports (`power_on`, `firmware`, `register`).
-    pub fn label(&self) -> String {
-        match self {
-            Self::Power { op, .. } => format!(
-                "power_{}",
-                serde_json::to_value(op)
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default()
-            ),
-            Self::Firmware { .. } => "firmware".into(),
-            Self::Register => "register".into(),
-        }
-    }
-}
-
-/// Retry policy for one device's step: only transient errors are retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RetryPlan {
-    pub max_attempts: u32,
-    pub initial_interval_ms: u64,
-    pub backoff_coefficient_x10: u32,
-    pub max_interval_ms: u64,
-}
-
-impl RetryPlan {
-    /// The longest total back-off between all attempts.
-    pub fn total_backoff(&self) -> Duration {
-        let mut total = 0u64;
-        let mut interval = self.initial_interval_ms;
-        for _ in 1..self.max_attempts {
-            total += interval.min(self.max_interval_ms);
-            interval = interval * u64::from(self.backoff_coefficient_x10) / 10;
-        }
-        Duration::from_millis(total)
-    }
-}
-
-/// One stage: a single component type, one action, bounded parallelism.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One stage of a rack's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
     pub number: u32,
     pub name: String,
-    pub kind: ComponentType,
-    pub action: Action,
+    pub component_types: Vec<ComponentType>,
+    /// What each device goes through, in order; every `power_control` names its operation.
+    pub actions: Vec<Action>,
     pub devices: Vec<Device>,
     /// At most this many devices of the stage in flight at once.
     pub max_parallel: u32,
-    /// Limit for one attempt on one device.
-    pub step_timeout_secs: u64,
-    pub retry: RetryPlan,
+    /// Limit for one attempt of one device's action list.
+    pub timeout_ms: u64,
+    pub retry: Retry,
+    pub on_failure: OnFailure,
+    /// Pause after the stage, before the next one.
+    pub delay_after_ms: u64,
 }
 
 impl Stage {
     /// Upper bound of the stage's duration: every wave of `max_parallel` devices takes its full
-    /// timeout on every attempt, plus back-off.
+    /// timeout on every attempt, plus back-off, plus the pause after it.
     pub fn max_duration(&self) -> Duration {
         let waves = self
             .devices
             .len()
-            .div_ceil(self.max_parallel.max(1) as usize) as u64;
-        let per_device = Duration::from_secs(self.step_timeout_secs) * self.retry.max_attempts
+            .div_ceil(self.max_parallel.max(1) as usize) as u32;
+        let per_device = Duration::from_millis(self.timeout_ms) * self.retry.max_attempts
             + self.retry.total_backoff();
-        per_device * waves as u32
+        per_device * waves + Duration::from_millis(self.delay_after_ms)
+    }
+
+    /// The action that characterises the stage in reports (the first that changes the device).
+    pub fn summary(&self) -> String {
+        self.actions
+            .iter()
+            .find(|a| a.acts())
+            .or(self.actions.first())
+            .map(Action::label)
+            .unwrap_or_default()
     }
 }
 
-/// The stages a rack's task runs, in order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The stages a rack's task runs, in order, and the rule they came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
+    pub rule: AppliedRule,
+    /// What `firmware_start` installs (per-type versions are picked per device).
+    pub firmware: Option<FirmwareRequest>,
     pub stages: Vec<Stage>,
 }
 
@@ -111,50 +69,16 @@ impl Plan {
         let total: Duration = self.stages.iter().map(Stage::max_duration).sum();
         total + total / 10 + Duration::from_secs(300)
     }
-}
 
-const POWER_ORDER_ON: [ComponentType; 3] = [
-    ComponentType::PowerShelf,
-    ComponentType::NvSwitch,
-    ComponentType::Compute,
-];
-const POWER_ORDER_OFF: [ComponentType; 3] = [
-    ComponentType::Compute,
-    ComponentType::NvSwitch,
-    ComponentType::PowerShelf,
-];
-
-fn power_retry() -> RetryPlan {
-    RetryPlan {
-        max_attempts: 3,
-        initial_interval_ms: 5_000,
-        backoff_coefficient_x10: 20,
-        max_interval_ms: 60_000,
+    /// The firmware request a device of `kind` gets.
+    pub fn firmware_for(&self, kind: ComponentType) -> FirmwareRequest {
+        for_type(&self.firmware.clone().unwrap_or_default(), kind)
     }
-}
-
-/// Inrush and switch-fabric limits: how many devices of a type to drive at once.
-fn power_parallelism(kind: ComponentType) -> u32 {
-    match kind {
-        ComponentType::PowerShelf => 2,
-        ComponentType::NvSwitch => 9,
-        _ => 6,
-    }
-}
-
-fn power_stage(kind: ComponentType, op: PowerOp) -> (ComponentType, Action, u32, u64, RetryPlan) {
-    let action = Action::Power {
-        op,
-        verify: Some(op.settles_to()),
-        verify_timeout_secs: 300,
-        poll_interval_ms: 2_000,
-    };
-    (kind, action, power_parallelism(kind), 360, power_retry())
 }
 
 /// The request one component type gets: a per-type version object (`{"compute": "2.1.0", ...}`)
 /// gives each type its own entry, and a type it leaves out the manager's desired version.
-fn for_type(request: &FirmwareRequest, kind: ComponentType) -> FirmwareRequest {
+pub fn for_type(request: &FirmwareRequest, kind: ComponentType) -> FirmwareRequest {
     let target_version = match request
         .target_version
         .as_deref()
@@ -172,102 +96,59 @@ fn for_type(request: &FirmwareRequest, kind: ComponentType) -> FirmwareRequest {
     }
 }
 
-fn firmware_stage(
-    kind: ComponentType,
-    request: &FirmwareRequest,
-    parallel: u32,
-) -> (ComponentType, Action, u32, u64, RetryPlan) {
-    let action = Action::Firmware {
-        request: for_type(request, kind),
-        timeout_secs: 45 * 60,
-        poll_interval_ms: 5_000,
-    };
-    let retry = RetryPlan {
-        max_attempts: 2,
-        initial_interval_ms: 30_000,
-        backoff_coefficient_x10: 15,
-        max_interval_ms: 120_000,
-    };
-    (kind, action, parallel, 46 * 60, retry)
-}
-
-fn register_stage(kind: ComponentType) -> (ComponentType, Action, u32, u64, RetryPlan) {
-    let retry = RetryPlan {
-        max_attempts: 3,
-        initial_interval_ms: 5_000,
-        backoff_coefficient_x10: 20,
-        max_interval_ms: 60_000,
-    };
-    (kind, Action::Register, 16, 120, retry)
-}
-
-/// The built-in sequence for an operation, before devices are assigned.
-fn template(operation: &Operation) -> Vec<(ComponentType, Action, u32, u64, RetryPlan)> {
-    let on = |op| POWER_ORDER_ON.iter().map(move |k| power_stage(*k, op));
-    let off = |op| POWER_ORDER_OFF.iter().map(move |k| power_stage(*k, op));
-    match operation {
-        Operation::PowerOn => on(PowerOp::On).collect(),
-        Operation::PowerOff { forced } => off(if *forced {
-            PowerOp::ForceOff
-        } else {
-            PowerOp::Off
-        })
-        .collect(),
-        // A reset is off then on in safe order: managers such as PSM have no atomic reset.
-        Operation::PowerReset { forced } => off(if *forced {
-            PowerOp::ForceOff
-        } else {
-            PowerOp::Off
-        })
-        .chain(on(PowerOp::On))
-        .collect(),
-        Operation::FirmwareUpgrade { firmware, .. } => vec![
-            firmware_stage(ComponentType::Compute, firmware, 18),
-            firmware_stage(ComponentType::NvSwitch, firmware, 9),
-            firmware_stage(ComponentType::PowerShelf, firmware, 1),
-        ],
-        Operation::BringUp => {
-            let desired = FirmwareRequest::default();
-            on(PowerOp::On)
-                .chain([
-                    firmware_stage(ComponentType::NvSwitch, &desired, 9),
-                    firmware_stage(ComponentType::Compute, &desired, 18),
-                ])
-                .collect()
-        }
-        Operation::Ingest => POWER_ORDER_ON.iter().map(|k| register_stage(*k)).collect(),
-    }
-}
-
-/// The plan for one rack: the operation's built-in stages, each with the rack's targeted devices
-/// of its type. Stages with no device are left out; types no stage drives (ToR, UMS, CDU) are
-/// inventory-only and never touched.
-pub fn build(operation: &Operation, devices: &[Device]) -> Plan {
+/// The plan for one rack: the rule's stages, each with the rack's targeted devices of its types.
+/// Stages with no device are left out and the rest numbered from 1, so the plan shows exactly
+/// what will run.
+pub fn build(rule: &Rule, source: RuleSource, operation: &Operation, devices: &[Device]) -> Plan {
+    let inherited = PowerCode::inherited(operation.code());
     let mut stages = Vec::new();
-    for (kind, action, max_parallel, step_timeout_secs, retry) in template(operation) {
-        let of_kind: Vec<Device> = devices.iter().filter(|d| d.kind == kind).cloned().collect();
-        if of_kind.is_empty() {
+    for stage in &rule.definition.stages {
+        let of_types: Vec<Device> = devices
+            .iter()
+            .filter(|d| stage.component_types.contains(&d.kind))
+            .cloned()
+            .collect();
+        if of_types.is_empty() {
             continue;
         }
-        let number = stages.len() as u32 + 1;
-        let name = format!("{} {}", action.label(), kind);
+        let actions = stage
+            .actions
+            .iter()
+            .map(|a| match a {
+                Action::PowerControl { operation: None } => Action::PowerControl {
+                    operation: inherited,
+                },
+                other => other.clone(),
+            })
+            .collect();
         stages.push(Stage {
-            number,
-            name,
-            kind,
-            action,
-            devices: of_kind,
-            max_parallel,
-            step_timeout_secs,
-            retry,
+            number: stages.len() as u32 + 1,
+            name: stage.name.clone(),
+            component_types: stage.component_types.clone(),
+            actions,
+            devices: of_types,
+            max_parallel: stage.max_parallel,
+            timeout_ms: stage.timeout.as_millis() as u64,
+            retry: stage.retry,
+            on_failure: stage.on_failure,
+            delay_after_ms: stage.delay_after.as_millis() as u64,
         });
     }
-    Plan { stages }
+    let firmware = match operation {
+        Operation::FirmwareUpgrade { firmware, .. } => Some(firmware.clone()),
+        _ => None,
+    };
+    Plan {
+        rule: rule.applied(source),
+        firmware,
+        stages,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::builtin;
 
     fn device(kind: ComponentType, n: u8) -> Device {
         Device {
@@ -295,22 +176,33 @@ mod tests {
         ]
     }
 
+    fn builtin_plan(operation: &Operation, devices: &[Device]) -> Plan {
+        let rule = builtin::for_operation(operation.code()).unwrap();
+        build(rule, RuleSource::Builtin, operation, devices)
+    }
+
     fn kinds(plan: &Plan) -> Vec<ComponentType> {
-        plan.stages.iter().map(|s| s.kind).collect()
+        plan.stages
+            .iter()
+            .flat_map(|s| s.component_types.clone())
+            .collect()
     }
 
     #[test]
     fn power_on_goes_shelves_switches_compute_and_off_the_reverse() {
         use ComponentType::*;
         assert_eq!(
-            kinds(&build(&Operation::PowerOn, &rack())),
+            kinds(&builtin_plan(&Operation::PowerOn, &rack())),
             vec![PowerShelf, NvSwitch, Compute]
         );
         assert_eq!(
-            kinds(&build(&Operation::PowerOff { forced: false }, &rack())),
+            kinds(&builtin_plan(
+                &Operation::PowerOff { forced: false },
+                &rack()
+            )),
             vec![Compute, NvSwitch, PowerShelf]
         );
-        let reset = build(&Operation::PowerReset { forced: true }, &rack());
+        let reset = builtin_plan(&Operation::PowerReset { forced: true }, &rack());
         assert_eq!(
             kinds(&reset),
             vec![Compute, NvSwitch, PowerShelf, PowerShelf, NvSwitch, Compute]
@@ -322,43 +214,27 @@ mod tests {
     }
 
     #[test]
+    fn inherited_power_operations_are_filled_in() {
+        let plan = builtin_plan(&Operation::PowerOff { forced: true }, &rack());
+        assert!(plan.stages.iter().all(|s| s.actions[0]
+            == Action::PowerControl {
+                operation: Some(PowerCode::ForcePowerOff)
+            }));
+    }
+
+    #[test]
     fn stages_without_devices_are_dropped_and_inventory_only_types_never_driven() {
         let only_compute = vec![
             device(ComponentType::Compute, 1),
             device(ComponentType::Cdu, 9),
         ];
-        let plan = build(&Operation::PowerOn, &only_compute);
+        let plan = builtin_plan(&Operation::PowerOn, &only_compute);
         assert_eq!(kinds(&plan), vec![ComponentType::Compute]);
         assert_eq!(plan.stages[0].number, 1);
         assert!(
-            build(&Operation::PowerOn, &[device(ComponentType::TorSwitch, 4)])
+            builtin_plan(&Operation::PowerOn, &[device(ComponentType::TorSwitch, 4)])
                 .stages
                 .is_empty()
-        );
-    }
-
-    #[test]
-    fn every_operation_has_a_plan_including_power_shelf_firmware() {
-        let fw = Operation::FirmwareUpgrade {
-            firmware: FirmwareRequest::default(),
-            start_time: None,
-            end_time: None,
-        };
-        for op in [
-            Operation::PowerOn,
-            Operation::PowerOff { forced: true },
-            Operation::PowerReset { forced: false },
-            fw.clone(),
-            Operation::BringUp,
-            Operation::Ingest,
-        ] {
-            assert!(!build(&op, &rack()).stages.is_empty(), "{op:?}");
-        }
-        assert!(
-            build(&fw, &rack())
-                .stages
-                .iter()
-                .any(|s| s.kind == ComponentType::PowerShelf)
         );
     }
 
@@ -394,11 +270,11 @@ mod tests {
     fn the_workflow_timeout_covers_every_stage_on_every_attempt() {
         let mut devices: Vec<Device> = (0..18).map(|n| device(ComponentType::Compute, n)).collect();
         devices.push(device(ComponentType::PowerShelf, 30));
-        let plan = build(&Operation::PowerReset { forced: false }, &devices);
+        let plan = builtin_plan(&Operation::PowerReset { forced: false }, &devices);
         let compute = plan
             .stages
             .iter()
-            .find(|s| s.kind == ComponentType::Compute)
+            .find(|s| s.component_types == [ComponentType::Compute])
             .unwrap();
         // 18 trays, 6 at a time: three waves of three attempts of six minutes, plus back-off.
         assert_eq!(

@@ -5,6 +5,7 @@ pub mod engine;
 mod idempotency;
 pub mod lease;
 pub mod model;
+pub mod preview;
 pub mod report;
 pub mod resolve;
 pub mod service;

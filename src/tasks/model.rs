@@ -128,6 +128,8 @@ pub struct Task {
     pub updated_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// The rule the request named, resolved when the task is dispatched.
+    pub requested_rule_id: Option<Uuid>,
 }
 
 impl Task {

@@ -51,8 +51,10 @@ impl StageStatus {
 pub struct StageReport {
     pub number: u32,
     pub name: String,
-    pub kind: ComponentType,
+    pub component_types: Vec<ComponentType>,
+    /// The action that characterises the stage, and all of them in order.
     pub action: String,
+    pub actions: Vec<String>,
     pub max_parallel: u32,
     pub status: StageStatus,
     pub started_at: Option<DateTime<Utc>>,
@@ -83,8 +85,9 @@ pub fn build(plan: Option<&Plan>, mut steps: Vec<StepRecord>) -> Option<Vec<Stag
                 StageReport {
                     number: stage.number,
                     name: stage.name.clone(),
-                    kind: stage.kind,
-                    action: stage.action.label(),
+                    component_types: stage.component_types.clone(),
+                    action: stage.summary(),
+                    actions: stage.actions.iter().map(|a| a.label()).collect(),
                     max_parallel: stage.max_parallel,
                     status,
                     started_at,

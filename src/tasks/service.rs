@@ -13,11 +13,10 @@ use uuid::Uuid;
 use super::engine::{EngineError, RunState, WorkflowEngine};
 use super::model::{Footprint, StepStatus, Task, TaskComponent, TaskStatus};
 use super::resolve::{self, RackWork};
-use super::{lease, store};
+use super::{lease, preview, store};
 use crate::app::Clock;
 use crate::error::{Error, FieldError, Result};
 use crate::operations::model::{ConflictStrategy, MAX_WAITING_PER_RACK, OperationSpec};
-use crate::operations::plan;
 
 /// Why one rack got no task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +84,10 @@ impl TaskService {
         idempotency_key: Option<&str>,
     ) -> Result<Submission> {
         spec.validate()?;
+        if let Some(rule_id) = spec.rule_id {
+            crate::rules::resolve::check_requested(&self.db, rule_id, spec.operation.code())
+                .await?;
+        }
         let fingerprint =
             serde_json::to_string(spec).map_err(|e| Error::Internal(e.to_string()))?;
         let request_id = Uuid::now_v7();
@@ -247,6 +250,7 @@ impl TaskService {
             updated_at: now,
             started_at: None,
             finished_at: None,
+            requested_rule_id: spec.rule_id,
         };
         store::insert(&txn, &task).await?;
         txn.commit().await?;
@@ -256,9 +260,25 @@ impl TaskService {
     /// Plans a pending task from the rack's current inventory and starts its run. A task whose
     /// run cannot be started fails with the reason, so it never sits pending unnoticed.
     async fn dispatch(&self, task: &Task) -> Result<()> {
-        let ids: HashSet<Uuid> = task.components.iter().map(|c| c.id).collect();
-        let devices = resolve::devices_of(&self.db, task.rack_id, None, &ids).await?;
-        let plan = plan::build(&task.operation, &devices);
+        let devices = preview::devices(&self.db, task.rack_id, &task.components).await?;
+        let plan = match preview::plan_for(
+            &self.db,
+            task.requested_rule_id,
+            task.rack_id,
+            &task.operation,
+            &devices,
+        )
+        .await
+        {
+            Ok(plan) => plan,
+            // The named rule was deleted while the task waited: fail it, never leave it pending.
+            Err(e @ (Error::Unprocessable { .. } | Error::Invalid(_) | Error::NotFound { .. })) => {
+                return self
+                    .finish(task.id, TaskStatus::Failed, &format!("could not plan: {e}"))
+                    .await;
+            }
+            Err(e) => return Err(e),
+        };
         let now = self.clock.now();
         if plan.stages.is_empty() {
             store::transition(
@@ -482,6 +502,11 @@ impl TaskService {
             self.promote(rack).await?;
         }
         Ok(fixed)
+    }
+
+    /// What submitting `spec` would do on each rack, without doing it.
+    pub async fn preview(&self, spec: &OperationSpec) -> Result<Vec<preview::RackPreview>> {
+        preview::preview(&self.db, spec).await
     }
 
     /// Whether the workflow engine answers: `Ok(false)` when this process has none.

@@ -57,6 +57,7 @@ pub(crate) fn task_from_row(row: tasks::Model) -> Result<Task> {
         updated_at: row.updated_at,
         started_at: row.started_at,
         finished_at: row.finished_at,
+        requested_rule_id: row.requested_rule_id,
     })
 }
 
@@ -91,6 +92,9 @@ pub async fn insert(db: &impl ConnectionTrait, task: &Task) -> Result<()> {
             updated_at: Set(task.updated_at),
             started_at: Set(None),
             finished_at: Set(None),
+            requested_rule_id: Set(task.requested_rule_id),
+            rule_id: Set(None),
+            rule_version: Set(None),
         };
     tasks::Entity::insert(row)
         .exec_without_returning(db)
@@ -207,6 +211,8 @@ pub async fn record_plan(
     let json = serde_json::to_value(plan).map_err(|e| Error::Internal(e.to_string()))?;
     tasks::Entity::update_many()
         .col_expr(tasks::Column::Plan, Expr::value(json))
+        .col_expr(tasks::Column::RuleId, Expr::value(plan.rule.id))
+        .col_expr(tasks::Column::RuleVersion, Expr::value(plan.rule.version))
         .col_expr(tasks::Column::UpdatedAt, Expr::value(now))
         .filter(tasks::Column::Id.eq(id))
         .exec(db)
@@ -226,7 +232,7 @@ pub async fn record_plan(
                 component_id: Set(d.component_id),
                 component_type: Set(d.kind.as_str().to_string()),
                 component_name: Set(d.name.clone()),
-                action: Set(stage.action.label()),
+                action: Set(stage.summary()),
                 status: Set(StepStatus::Pending.as_str().to_string()),
                 attempts: Set(0),
                 error: Set(None),

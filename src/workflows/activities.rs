@@ -12,10 +12,10 @@ use uuid::Uuid;
 
 use super::steps::{self, Progress, StepFailure};
 use crate::app::Clock;
-use crate::components::Device;
 use crate::components::registry::Registry;
+use crate::components::{Device, FirmwareRequest};
 use crate::error::Error;
-use crate::operations::plan::Action;
+use crate::rules::model::Action;
 use crate::tasks::model::{StepStatus, TaskStatus};
 use crate::tasks::{TaskService, store};
 
@@ -24,7 +24,10 @@ use crate::tasks::{TaskService, store};
 pub struct DeviceStepInput {
     pub task_id: Uuid,
     pub stage: u32,
-    pub action: Action,
+    /// The stage's actions, run in order.
+    pub actions: Vec<Action>,
+    /// What a `firmware_start` installs on this device (already picked for its type).
+    pub firmware: FirmwareRequest,
     pub device: Device,
     /// The stage's retry budget: the last attempt records a failure instead of asking for a retry.
     pub max_attempts: u32,
@@ -114,9 +117,10 @@ impl RackActivities {
         let attempt = ctx.info().attempt;
         let db = self.tasks.db();
         let (task, stage, component) = (input.task_id, input.stage, input.device.component_id);
+        let labels: Vec<String> = input.actions.iter().map(Action::label).collect();
         let start_note = format!(
             "attempt {attempt}: {} on {}",
-            input.action.label(),
+            labels.join(", "),
             input.device.name
         );
         store::update_step(
@@ -134,7 +138,13 @@ impl RackActivities {
         .map_err(activity_error)?;
         let result = {
             let progress = Heartbeat(&ctx);
-            let work = steps::run(&self.registry, &input.action, &input.device, &progress);
+            let work = steps::run_all(
+                &self.registry,
+                &input.actions,
+                &input.firmware,
+                &input.device,
+                &progress,
+            );
             // A device call can take long; beating meanwhile lets a cancel (delivered only with a
             // heartbeat's answer) and a dead worker be noticed during the call, not after it.
             let beat = async {

@@ -17,6 +17,7 @@ use super::activities::{
     DeviceStepInput, FinishInput, RackActivities, StepFailedInput, StepOutcome,
 };
 use crate::operations::plan::{Plan, Stage};
+use crate::rules::model::OnFailure;
 use crate::tasks::model::TaskStatus;
 
 /// Workflow input: the task and the plan it runs (fixed at dispatch, so replays are stable).
@@ -62,13 +63,13 @@ const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn device_options(stage: &Stage) -> ActivityOptions {
     let retry = stage.retry;
-    ActivityOptions::with_start_to_close_timeout(Duration::from_secs(stage.step_timeout_secs))
+    ActivityOptions::with_start_to_close_timeout(Duration::from_millis(stage.timeout_ms))
         .heartbeat_timeout(HEARTBEAT_TIMEOUT)
         .retry_policy(
             RetryPolicy::builder()
-                .initial_interval(Duration::from_millis(retry.initial_interval_ms))
-                .backoff_coefficient(f64::from(retry.backoff_coefficient_x10) / 10.0)
-                .maximum_interval(Duration::from_millis(retry.max_interval_ms))
+                .initial_interval(retry.initial_interval)
+                .backoff_coefficient(retry.backoff_coefficient)
+                .maximum_interval(retry.max_interval)
                 .maximum_attempts(retry.max_attempts)
                 .build(),
         )
@@ -87,6 +88,21 @@ fn describe(err: &ActivityExecutionError) -> String {
     }
 }
 
+/// Records the cancel on the task and ends the run as cancelled.
+async fn end_cancelled(
+    ctx: &WorkflowContext<RackOperationWorkflow>,
+    task_id: Uuid,
+) -> WorkflowResult<TaskStatus> {
+    let finish = FinishInput {
+        task_id,
+        status: TaskStatus::Cancelled,
+        message: "cancelled by user".into(),
+    };
+    ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
+        .await?;
+    Err(WorkflowTermination::cancelled())
+}
+
 #[workflow_methods]
 impl RackOperationWorkflow {
     #[run(name = "RackOperation")]
@@ -97,6 +113,8 @@ impl RackOperationWorkflow {
         let task_id = input.task_id;
         ctx.execute_activity(RackActivities::task_started, task_id, bookkeeping())
             .await?;
+        // Failures of stages that let the run continue; reported when the run ends.
+        let mut carried: Vec<String> = Vec::new();
         for stage in &input.plan.stages {
             ctx.state_mut(|s| {
                 s.stage = stage.number;
@@ -110,7 +128,8 @@ impl RackOperationWorkflow {
                     let step = DeviceStepInput {
                         task_id,
                         stage: stage.number,
-                        action: stage.action.clone(),
+                        actions: stage.actions.clone(),
+                        firmware: input.plan.firmware_for(device.kind),
                         device: device.clone(),
                         max_attempts: stage.retry.max_attempts,
                     };
@@ -136,14 +155,7 @@ impl RackOperationWorkflow {
             let results = join_all(runs).await;
 
             if ctx.cancellation_token().is_cancelled() {
-                let finish = FinishInput {
-                    task_id,
-                    status: TaskStatus::Cancelled,
-                    message: "cancelled by user".into(),
-                };
-                ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
-                    .await?;
-                return Err(WorkflowTermination::cancelled());
+                return end_cancelled(ctx, task_id).await;
             }
             let mut failures: Vec<String> = Vec::new();
             for (step, result) in results {
@@ -171,7 +183,14 @@ impl RackOperationWorkflow {
                 };
                 failures.extend(failed);
             }
-            if !failures.is_empty() {
+            if !failures.is_empty() && stage.on_failure == OnFailure::Continue {
+                carried.push(format!(
+                    "stage {} ({}): {}",
+                    stage.number,
+                    stage.name,
+                    failures.join("; ")
+                ));
+            } else if !failures.is_empty() {
                 let message = format!(
                     "stage {} ({}) failed: {}",
                     stage.number,
@@ -191,6 +210,31 @@ impl RackOperationWorkflow {
                     .build()
                     .into());
             }
+            if stage.delay_after_ms > 0 {
+                // A durable timer: a worker restart during the pause resumes it, not restarts it.
+                ctx.timer(Duration::from_millis(stage.delay_after_ms)).await;
+                if ctx.cancellation_token().is_cancelled() {
+                    return end_cancelled(ctx, task_id).await;
+                }
+            }
+        }
+        if !carried.is_empty() {
+            let message = format!(
+                "every stage ran; components failed in {}",
+                carried.join(" | ")
+            );
+            let finish = FinishInput {
+                task_id,
+                status: TaskStatus::Failed,
+                message: message.clone(),
+            };
+            ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
+                .await?;
+            return Err(ApplicationFailure::builder(message)
+                .type_name("StagesFailed".to_owned())
+                .non_retryable(true)
+                .build()
+                .into());
         }
         let finish = FinishInput {
             task_id,

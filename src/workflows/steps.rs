@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::components::registry::Registry;
-use crate::components::{Device, DeviceError, DevicePower, FirmwareState};
-use crate::operations::plan::Action;
+use crate::components::{Device, DeviceError, DevicePower, FirmwareRequest, FirmwareState};
+use crate::rules::model::Action;
 
 /// Liveness and cancellation, as the caller (an activity) sees them.
 #[async_trait]
@@ -72,96 +72,190 @@ async fn pause(progress: &dyn Progress, interval: Duration) -> Result<(), StepFa
     }
 }
 
-/// Runs `action` on `device`; on success returns a one-line account of what happened.
-pub async fn run(
+/// Runs a stage's actions on `device` in order; on success returns a one-line account of each.
+pub async fn run_all(
+    registry: &Registry,
+    actions: &[Action],
+    firmware: &FirmwareRequest,
+    device: &Device,
+    progress: &dyn Progress,
+) -> Result<String, StepFailure> {
+    let mut done = Vec::with_capacity(actions.len());
+    for action in actions {
+        if progress.cancelled() {
+            return Err(StepFailure::Cancelled);
+        }
+        done.push(run(registry, action, firmware, device, progress).await?);
+    }
+    Ok(done.join("; "))
+}
+
+/// Polls `check` until it says done, the deadline passes, or the step is cancelled.
+async fn poll_until<F, Fut>(
+    progress: &dyn Progress,
+    timeout: Duration,
+    interval: Duration,
+    waiting_for: &str,
+    mut check: F,
+) -> Result<String, StepFailure>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Result<String, String>, StepFailure>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match check().await? {
+            Ok(done) => return Ok(done),
+            Err(now) => now,
+        };
+        if Instant::now() >= deadline {
+            return Err(StepFailure::TimedOut(format!(
+                "{waiting_for}: still {last} after {}",
+                crate::rules::duration::format(timeout)
+            )));
+        }
+        progress.beat(&format!("{waiting_for}, now {last}")).await;
+        pause(progress, interval).await?;
+    }
+}
+
+fn power_name(p: DevicePower) -> &'static str {
+    match p {
+        DevicePower::On => "on",
+        DevicePower::Off => "off",
+        DevicePower::Unknown => "unknown",
+    }
+}
+
+/// Runs one action on `device`.
+async fn run(
     registry: &Registry,
     action: &Action,
+    firmware_request: &FirmwareRequest,
     device: &Device,
     progress: &dyn Progress,
 ) -> Result<String, StepFailure> {
     let managers = registry.get(device.kind);
+    let status = || {
+        managers
+            .and_then(|m| m.status.clone())
+            .ok_or_else(|| unsupported(device, "power status"))
+    };
+    let firmware = || {
+        managers
+            .and_then(|m| m.firmware.clone())
+            .ok_or_else(|| unsupported(device, "firmware"))
+    };
     match action {
-        Action::Power {
-            op,
-            verify,
-            verify_timeout_secs,
-            poll_interval_ms,
-        } => {
+        Action::PowerControl { operation } => {
+            let code = operation.ok_or_else(|| {
+                StepFailure::Device(DeviceError::Unsupported(
+                    "the rule's power_control names no operation and the task has none to pass"
+                        .into(),
+                ))
+            })?;
             let power = managers
                 .and_then(|m| m.power.clone())
                 .ok_or_else(|| unsupported(device, "power control"))?;
             power
-                .set_power(device, *op)
+                .set_power(device, code.op())
                 .await
                 .map_err(StepFailure::Device)?;
-            let Some(wanted) = verify else {
-                return Ok(format!("sent {op:?}"));
-            };
-            let status = managers
-                .and_then(|m| m.status.clone())
-                .ok_or_else(|| unsupported(device, "power status"))?;
-            let deadline = Instant::now() + Duration::from_secs(*verify_timeout_secs);
-            let mut last = DevicePower::Unknown;
-            loop {
-                match status.power_status(device).await {
-                    Ok(now) if now == *wanted => {
-                        return Ok(format!("sent {op:?}; power is {now:?}"));
-                    }
-                    Ok(now) => last = now,
-                    // Errors while the device settles are expected; only the deadline decides.
-                    Err(e) if e.is_retryable() => {}
-                    Err(e) => return Err(StepFailure::Device(e)),
-                }
-                if Instant::now() >= deadline {
-                    return Err(StepFailure::TimedOut(format!(
-                        "power still {last:?} after {verify_timeout_secs}s, wanted {wanted:?}"
-                    )));
-                }
-                progress
-                    .beat(&format!("waiting for power {wanted:?}, now {last:?}"))
-                    .await;
-                pause(progress, Duration::from_millis(*poll_interval_ms)).await?;
-            }
+            Ok(format!("sent {}", action.label()))
         }
-        Action::Firmware {
-            request,
-            timeout_secs,
-            poll_interval_ms,
+        Action::VerifyPower {
+            expect,
+            timeout,
+            poll_interval,
         } => {
-            let firmware = managers
-                .and_then(|m| m.firmware.clone())
-                .ok_or_else(|| unsupported(device, "firmware"))?;
-            firmware
-                .start_update(device, request)
+            let status = status()?;
+            let wanted = power_name(*expect);
+            poll_until(
+                progress,
+                *timeout,
+                *poll_interval,
+                &format!("waiting for power {wanted}"),
+                || async {
+                    match status.power_status(device).await {
+                        Ok(now) if now == *expect => Ok(Ok(format!("power is {wanted}"))),
+                        Ok(now) => Ok(Err(power_name(now).to_string())),
+                        // Errors while the device settles are expected; only the deadline decides.
+                        Err(e) if e.is_retryable() => Ok(Err(format!("unanswered ({e})"))),
+                        Err(e) => Err(StepFailure::Device(e)),
+                    }
+                },
+            )
+            .await
+        }
+        Action::VerifyReachable {
+            timeout,
+            poll_interval,
+        } => {
+            let status = status()?;
+            poll_until(
+                progress,
+                *timeout,
+                *poll_interval,
+                "waiting for the device to answer",
+                || async {
+                    match status.power_status(device).await {
+                        Ok(now) => Ok(Ok(format!("answers (power {})", power_name(now)))),
+                        Err(e) if e.is_retryable() => Ok(Err(format!("unreachable ({e})"))),
+                        Err(e) => Err(StepFailure::Device(e)),
+                    }
+                },
+            )
+            .await
+        }
+        Action::Sleep { duration } => {
+            progress
+                .beat(&format!(
+                    "sleeping {}",
+                    crate::rules::duration::format(*duration)
+                ))
+                .await;
+            pause(progress, *duration).await?;
+            Ok(format!(
+                "slept {}",
+                crate::rules::duration::format(*duration)
+            ))
+        }
+        Action::FirmwareStart => {
+            firmware()?
+                .start_update(device, firmware_request)
                 .await
                 .map_err(StepFailure::Device)?;
-            let deadline = Instant::now() + Duration::from_secs(*timeout_secs);
-            loop {
-                progress.beat("firmware update in progress").await;
-                pause(progress, Duration::from_millis(*poll_interval_ms)).await?;
-                match firmware.update_status(device).await {
-                    Ok(s) if s.state == FirmwareState::Completed => {
-                        return Ok(format!(
+            Ok("firmware update started".into())
+        }
+        Action::FirmwareWait {
+            timeout,
+            poll_interval,
+        } => {
+            let firmware = firmware()?;
+            poll_until(
+                progress,
+                *timeout,
+                *poll_interval,
+                "firmware update in progress",
+                || async {
+                    match firmware.update_status(device).await {
+                        Ok(s) if s.state == FirmwareState::Completed => Ok(Ok(format!(
                             "firmware updated to {}",
                             s.version.unwrap_or_else(|| "the target version".into())
-                        ));
+                        ))),
+                        Ok(s) if s.state == FirmwareState::Failed => {
+                            Err(StepFailure::Device(DeviceError::Rejected(format!(
+                                "firmware update failed: {}",
+                                s.error.unwrap_or_else(|| "no reason given".into())
+                            ))))
+                        }
+                        Ok(s) => Ok(Err(format!("{:?}", s.state).to_lowercase())),
+                        Err(e) if e.is_retryable() => Ok(Err(format!("unanswered ({e})"))),
+                        Err(e) => Err(StepFailure::Device(e)),
                     }
-                    Ok(s) if s.state == FirmwareState::Failed => {
-                        return Err(StepFailure::Device(DeviceError::Rejected(format!(
-                            "firmware update failed: {}",
-                            s.error.unwrap_or_else(|| "no reason given".into())
-                        ))));
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.is_retryable() => {}
-                    Err(e) => return Err(StepFailure::Device(e)),
-                }
-                if Instant::now() >= deadline {
-                    return Err(StepFailure::TimedOut(format!(
-                        "firmware update not done after {timeout_secs}s"
-                    )));
-                }
-            }
+                },
+            )
+            .await
         }
         Action::Register => {
             let registration = managers

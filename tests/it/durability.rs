@@ -73,7 +73,7 @@ async fn a_task_completes_after_its_worker_is_killed_and_another_starts() {
         let task = app.get(&format!("/v1/tasks/{id}")).await.body;
         let compute_running = task["stages"].as_array().is_some_and(|stages| {
             stages.iter().any(|s| {
-                s["component_type"] == "compute" && s["components"][0]["status"] == "running"
+                s["component_types"][0] == "compute" && s["components"][0]["status"] == "running"
             })
         });
         if compute_running {
@@ -109,7 +109,7 @@ async fn a_task_completes_after_its_worker_is_killed_and_another_starts() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["component_type"] == "compute")
+        .find(|s| s["component_types"][0] == "compute")
         .unwrap();
     assert!(
         compute["components"][0]["attempts"].as_u64().unwrap() >= 2,

@@ -66,7 +66,7 @@ async fn a_two_rack_power_on_makes_two_tasks_that_power_shelves_then_switches_th
             .as_array()
             .unwrap()
             .iter()
-            .map(|s| s["component_type"].as_str().unwrap())
+            .map(|s| s["component_types"][0].as_str().unwrap())
             .collect();
         assert_eq!(kinds, vec!["powershelf", "nvswitch", "compute"]);
         for stage in task["stages"].as_array().unwrap() {
@@ -137,7 +137,7 @@ async fn one_failing_component_fails_its_task_names_it_and_keeps_the_others_resu
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["component_type"] == "compute")
+        .find(|s| s["component_types"][0] == "compute")
         .unwrap();
     assert_eq!(compute["status"], "failed");
     let by_name = |name: &str| {
@@ -162,7 +162,7 @@ async fn one_failing_component_fails_its_task_names_it_and_keeps_the_others_resu
         .as_array()
         .unwrap()
         .iter()
-        .filter(|s| s["component_type"] != "compute")
+        .filter(|s| s["component_types"][0] != "compute")
         .collect();
     assert!(earlier.iter().all(|s| s["status"] == "succeeded"));
 }
@@ -175,7 +175,7 @@ async fn a_running_task_is_cancelled_and_its_unfinished_steps_with_it(ops: Ops) 
     ops.wait_task(&id, |t| {
         t["stages"].as_array().is_some_and(|stages| {
             stages.iter().any(|s| {
-                s["component_type"] == "compute"
+                s["component_types"][0] == "compute"
                     && s["components"]
                         .as_array()
                         .unwrap()
@@ -194,7 +194,7 @@ async fn a_running_task_is_cancelled_and_its_unfinished_steps_with_it(ops: Ops) 
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["component_type"] == "compute")
+        .find(|s| s["component_types"][0] == "compute")
         .unwrap();
     let slow = compute["components"]
         .as_array()
@@ -270,7 +270,7 @@ async fn a_queued_operation_waits_for_the_rack_then_runs_and_reject_answers_409(
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| s["component_type"].as_str().unwrap())
+        .map(|s| s["component_types"][0].as_str().unwrap())
         .collect();
     assert_eq!(
         kinds,

@@ -267,7 +267,7 @@ async fn firmware_upgrade_and_ingest_reach_power_shelves_through_psm(ops: Ops) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| s["component_type"].as_str().unwrap())
+        .map(|s| s["component_types"][0].as_str().unwrap())
         .collect();
     assert_eq!(kinds, vec!["compute", "powershelf"]);
     let upgrade = psm
@@ -446,7 +446,7 @@ async fn a_bring_up_powers_the_rack_on_then_brings_firmware_to_the_desired_versi
         .map(|s| {
             (
                 s["action"].as_str().unwrap().to_string(),
-                s["component_type"].as_str().unwrap().to_string(),
+                s["component_types"][0].as_str().unwrap().to_string(),
             )
         })
         .collect();
@@ -454,8 +454,8 @@ async fn a_bring_up_powers_the_rack_on_then_brings_firmware_to_the_desired_versi
         ("power_on", "powershelf"),
         ("power_on", "nvswitch"),
         ("power_on", "compute"),
-        ("firmware", "nvswitch"),
-        ("firmware", "compute"),
+        ("firmware_start", "nvswitch"),
+        ("firmware_start", "compute"),
     ];
     assert_eq!(
         stages,

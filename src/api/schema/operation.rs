@@ -133,6 +133,7 @@ pub struct Common<'a> {
     pub description: &'a Option<String>,
     pub conflict_strategy: Option<ConflictStrategyDoc>,
     pub queue_timeout_seconds: Option<u64>,
+    pub rule_id: Option<Uuid>,
 }
 
 /// The shared options of a request body, for [`build_spec`].
@@ -145,13 +146,19 @@ macro_rules! common_of {
                     description: &self.description,
                     conflict_strategy: self.conflict_strategy,
                     queue_timeout_seconds: self.queue_timeout_seconds,
+                    rule_id: self.rule_id,
                 }
             }
         }
     )*};
 }
 
-common_of!(PowerOnRequest, PowerOffRequest, FirmwareUpgradeRequest);
+common_of!(
+    PowerOnRequest,
+    PowerOffRequest,
+    PowerResetRequest,
+    FirmwareUpgradeRequest
+);
 
 /// Builds and validates the spec; every problem is reported at once.
 pub fn build_spec(
@@ -175,7 +182,7 @@ pub fn build_spec(
         queue_timeout_secs: common
             .queue_timeout_seconds
             .unwrap_or(DEFAULT_QUEUE_TIMEOUT_SECS),
-        rule_id: None,
+        rule_id: common.rule_id,
     };
     match spec.validate() {
         Err(Error::Invalid(errors)) => {
@@ -201,6 +208,8 @@ pub struct PowerOnRequest {
     pub conflict_strategy: Option<ConflictStrategyDoc>,
     /// How long a queued task may wait (default 3600).
     pub queue_timeout_seconds: Option<u64>,
+    /// Run this stored operation rule instead of the rack's, the default or the built-in one.
+    pub rule_id: Option<Uuid>,
 }
 
 /// Power off (compute, then NVSwitch, then power shelves) or, with `forced`, force it off.
@@ -214,6 +223,60 @@ pub struct PowerOffRequest {
     pub description: Option<String>,
     pub conflict_strategy: Option<ConflictStrategyDoc>,
     pub queue_timeout_seconds: Option<u64>,
+    /// Run this stored operation rule instead of the rack's, the default or the built-in one.
+    pub rule_id: Option<Uuid>,
+}
+
+/// How a reset is done: `restart` (default) powers everything off in safe order and on again
+/// (`forced` skips graceful shutdown); `warm` resets trays through their BMCs without removing
+/// power; `cold` is a full AC cycle with the shelves off long enough for power to drain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ResetModeDoc {
+    #[default]
+    Restart,
+    Warm,
+    Cold,
+}
+
+/// Power reset of racks or components.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"target_spec": {"racks": [{"name": "g10"}]}, "mode": "warm"}))]
+pub struct PowerResetRequest {
+    pub target_spec: TargetSpecDoc,
+    #[serde(default)]
+    pub mode: ResetModeDoc,
+    /// Only with `mode: restart`.
+    #[serde(default)]
+    pub forced: bool,
+    pub description: Option<String>,
+    pub conflict_strategy: Option<ConflictStrategyDoc>,
+    pub queue_timeout_seconds: Option<u64>,
+    /// Run this stored operation rule instead of the rack's, the default or the built-in one.
+    pub rule_id: Option<Uuid>,
+}
+
+impl PowerResetRequest {
+    /// The reset operation asked for; `forced` with a warm or cold reset is refused.
+    pub fn operation(&self, v: &mut Violations) -> Operation {
+        match (self.mode, self.forced) {
+            (ResetModeDoc::Restart, forced) => Operation::PowerReset { forced },
+            (mode, true) => {
+                v.push(
+                    "forced",
+                    "applies to mode restart only (warm and cold resets have their own sequence)",
+                );
+                if mode == ResetModeDoc::Warm {
+                    Operation::WarmReset
+                } else {
+                    Operation::ColdReset
+                }
+            }
+            (ResetModeDoc::Warm, false) => Operation::WarmReset,
+            (ResetModeDoc::Cold, false) => Operation::ColdReset,
+        }
+    }
 }
 
 /// Firmware versions: one string for every component type, or an object keyed by type.
@@ -241,6 +304,8 @@ pub struct FirmwareUpgradeRequest {
     pub description: Option<String>,
     pub conflict_strategy: Option<ConflictStrategyDoc>,
     pub queue_timeout_seconds: Option<u64>,
+    /// Run this stored operation rule instead of the rack's, the default or the built-in one.
+    pub rule_id: Option<Uuid>,
 }
 
 impl FirmwareUpgradeRequest {
@@ -292,6 +357,8 @@ impl FirmwareUpgradeRequest {
 pub struct RackJobRequest {
     pub target_spec: TargetSpecDoc,
     pub description: Option<String>,
+    /// Run this stored operation rule instead of the rack's, the default or the built-in one.
+    pub rule_id: Option<Uuid>,
 }
 
 /// A rack refused by a submission.

@@ -80,13 +80,16 @@ impl From<StepRecord> for ComponentStepDoc {
     }
 }
 
-/// One stage of a task: one component type, one action.
+/// One stage of a task: its component types, each component taken through the actions in order.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct StageDoc {
     pub number: u32,
     pub name: String,
-    pub component_type: ComponentTypeDoc,
+    pub component_types: Vec<ComponentTypeDoc>,
+    /// The action that characterises the stage (`power_on`, `firmware_start`, ...).
     pub action: String,
+    /// Every action, in the order each component goes through them.
+    pub actions: Vec<String>,
     pub max_parallel: u32,
     /// `pending`, `running`, `succeeded`, `failed` or `cancelled`, from its components.
     pub status: String,
@@ -100,8 +103,9 @@ impl From<StageReport> for StageDoc {
         Self {
             number: s.number,
             name: s.name,
-            component_type: s.kind.into(),
+            component_types: s.component_types.into_iter().map(Into::into).collect(),
             action: s.action,
+            actions: s.actions,
             max_parallel: s.max_parallel,
             status: s.status.as_str().into(),
             started_at: s.started_at,
@@ -120,13 +124,16 @@ impl From<StageReport> for StageDoc {
     "status": "succeeded", "message": "succeeded", "queue_expires_at": null,
     "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:02Z",
     "started_at": "2026-11-30T14:00:00Z", "finished_at": "2026-11-30T14:00:02Z",
-    "stages": [{"number": 1, "name": "power_on compute", "component_type": "compute", "action": "power_on",
+    "requested_rule_id": null,
+    "rule": {"id": null, "name": "built-in power on", "version": null, "source": "builtin"},
+    "stages": [{"number": 1, "name": "power on compute trays", "component_types": ["compute"], "action": "power_on",
+        "actions": ["power_on", "verify_power_on"],
         "max_parallel": 6, "status": "succeeded", "started_at": "2026-11-30T14:00:00Z", "finished_at": "2026-11-30T14:00:02Z",
         "components": [{"component_id": "0192f3a0-0000-7000-8000-000000000002", "name": "gpu17-nvl5-gp2-cin1-jhb01",
             "type": "compute", "status": "succeeded", "attempts": 1, "error": null,
             "started_at": "2026-11-30T14:00:00Z", "finished_at": "2026-11-30T14:00:02Z",
             "events": [{"at": "2026-11-30T14:00:00Z", "message": "attempt 1: power_on on gpu17-nvl5-gp2-cin1-jhb01"},
-                       {"at": "2026-11-30T14:00:02Z", "message": "sent On; power is On"}]}]}]
+                       {"at": "2026-11-30T14:00:02Z", "message": "sent power_on; power is on"}]}]}]
 }))]
 pub struct TaskDoc {
     pub id: Uuid,
@@ -144,6 +151,12 @@ pub struct TaskDoc {
     pub updated_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// The rule the request named, if any.
+    pub requested_rule_id: Option<Uuid>,
+    /// The rule (and version) the task runs and where it came from; absent until planned and in
+    /// lists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<super::rule::AppliedRuleDoc>,
     /// Stages in order with each component's step; absent until the task is planned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stages: Option<Vec<StageDoc>>,
@@ -165,8 +178,16 @@ impl TaskDoc {
             updated_at: task.updated_at,
             started_at: task.started_at,
             finished_at: task.finished_at,
+            requested_rule_id: task.requested_rule_id,
+            rule: None,
             stages: stages.map(|s| s.into_iter().map(Into::into).collect()),
         }
+    }
+
+    /// Adds the rule the task's plan resolved.
+    pub fn with_rule(mut self, rule: Option<crate::rules::model::AppliedRule>) -> Self {
+        self.rule = rule.map(Into::into);
+        self
     }
 }
 

@@ -24,6 +24,9 @@ pub struct Model {
     pub updated_at: DateTimeUtc,
     pub started_at: Option<DateTimeUtc>,
     pub finished_at: Option<DateTimeUtc>,
+    pub requested_rule_id: Option<Uuid>,
+    pub rule_id: Option<Uuid>,
+    pub rule_version: Option<i32>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,0 +1,9 @@
+//! Operation rules: stored, versioned stage sequences per operation, the built-in ones, and which
+//! rule a rack's task runs.
+
+pub mod builtin;
+pub mod duration;
+pub mod model;
+pub mod parse;
+pub mod resolve;
+pub mod store;

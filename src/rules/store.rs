@@ -1,0 +1,402 @@
+//! Stored rules: create, replace (a new version each time), delete, defaults, every version kept,
+//! and rack associations.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    QueryOrder, Set,
+};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::model::{Rule, RuleDefinition};
+use super::parse::RuleInput;
+use crate::db::entities::{
+    operation_rule_versions, operation_rules, rack_rule_associations, racks,
+};
+use crate::error::{Error, FieldError, Result};
+
+/// One stored version of a rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleVersion {
+    pub version: i32,
+    pub name: String,
+    pub description: Option<String>,
+    pub definition: RuleDefinition,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The rule a rack runs for one operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Association {
+    pub rack_id: Uuid,
+    pub operation: String,
+    pub rule_id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Filters of the rule list.
+#[derive(Debug, Clone, Default)]
+pub struct RuleFilter {
+    pub operation: Option<String>,
+    pub is_default: Option<bool>,
+}
+
+fn definition_of(id: Uuid, json: serde_json::Value) -> Result<RuleDefinition> {
+    serde_json::from_value(json)
+        .map_err(|e| Error::Internal(format!("rule {id}: stored definition unreadable: {e}")))
+}
+
+fn to_json(definition: &RuleDefinition) -> Result<serde_json::Value> {
+    serde_json::to_value(definition).map_err(|e| Error::Internal(e.to_string()))
+}
+
+fn rule_from_row(row: operation_rules::Model) -> Result<Rule> {
+    Ok(Rule {
+        id: Some(row.id),
+        definition: definition_of(row.id, row.definition)?,
+        name: row.name,
+        description: row.description,
+        operation: row.operation,
+        is_default: row.is_default,
+        builtin: false,
+        version: Some(row.version),
+        created_at: Some(row.created_at),
+        updated_at: Some(row.updated_at),
+    })
+}
+
+async fn row(db: &impl ConnectionTrait, id: Uuid) -> Result<operation_rules::Model> {
+    operation_rules::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .ok_or_else(|| Error::not_found("operation rule", id))
+}
+
+pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Rule> {
+    rule_from_row(row(db, id).await?)
+}
+
+/// The current default rule for an operation, if one is set.
+pub async fn default_for(db: &impl ConnectionTrait, operation: &str) -> Result<Option<Rule>> {
+    operation_rules::Entity::find()
+        .filter(operation_rules::Column::Operation.eq(operation))
+        .filter(operation_rules::Column::IsDefault.eq(true))
+        .one(db)
+        .await?
+        .map(rule_from_row)
+        .transpose()
+}
+
+/// Refuses a second default for an operation: switching defaults is an explicit act.
+async fn check_no_other_default(
+    db: &impl ConnectionTrait,
+    operation: &str,
+    except: Option<Uuid>,
+) -> Result<()> {
+    if let Some(existing) = default_for(db, operation).await?
+        && existing.id != except
+    {
+        let id = existing.id.map(|i| i.to_string()).unwrap_or_default();
+        return Err(Error::Conflict {
+            code: "default_exists",
+            message: format!(
+                "rule {id} ({}) is already the default for {operation}; make this rule the default with POST /v1/operation-rules/{{id}}/default",
+                existing.name
+            ),
+            errors: vec![FieldError::new(
+                "is_default",
+                format!("{operation} already has default rule {id}"),
+            )],
+        });
+    }
+    Ok(())
+}
+
+async fn insert_version(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+    version: i32,
+    input: &RuleInput,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    operation_rule_versions::ActiveModel {
+        rule_id: Set(id),
+        version: Set(version),
+        name: Set(input.name.clone()),
+        description: Set(input.description.clone()),
+        definition: Set(to_json(&input.definition)?),
+        created_at: Set(now),
+    }
+    .insert(db)
+    .await?;
+    Ok(())
+}
+
+pub async fn create(
+    db: &DatabaseConnection,
+    input: &RuleInput,
+    now: DateTime<Utc>,
+) -> Result<Rule> {
+    let txn = crate::db::begin_write(db).await?;
+    if input.is_default {
+        check_no_other_default(&txn, &input.operation, None).await?;
+    }
+    let id = Uuid::now_v7();
+    let row = operation_rules::ActiveModel {
+        id: Set(id),
+        name: Set(input.name.clone()),
+        description: Set(input.description.clone()),
+        operation: Set(input.operation.clone()),
+        is_default: Set(input.is_default),
+        version: Set(1),
+        definition: Set(to_json(&input.definition)?),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&txn)
+    .await?;
+    insert_version(&txn, id, 1, input, now).await?;
+    txn.commit().await?;
+    rule_from_row(row)
+}
+
+/// Replaces a rule's name, description, definition and default flag; the previous definition
+/// stays readable as an older version. The operation cannot change.
+pub async fn replace(
+    db: &DatabaseConnection,
+    id: Uuid,
+    input: &RuleInput,
+    now: DateTime<Utc>,
+) -> Result<Rule> {
+    let txn = crate::db::begin_write(db).await?;
+    let current = row(&txn, id).await?;
+    if current.operation != input.operation {
+        return Err(Error::invalid(
+            "operation",
+            format!(
+                "a rule's operation cannot change (this rule is for {}); create a new rule instead",
+                current.operation
+            ),
+        ));
+    }
+    if input.is_default {
+        check_no_other_default(&txn, &input.operation, Some(id)).await?;
+    }
+    let version = current.version + 1;
+    let mut am: operation_rules::ActiveModel = current.into();
+    am.name = Set(input.name.clone());
+    am.description = Set(input.description.clone());
+    am.is_default = Set(input.is_default);
+    am.version = Set(version);
+    am.definition = Set(to_json(&input.definition)?);
+    am.updated_at = Set(now);
+    let row = am.update(&txn).await?;
+    insert_version(&txn, id, version, input, now).await?;
+    txn.commit().await?;
+    rule_from_row(row)
+}
+
+/// Deletes a rule, its versions and its rack associations. Tasks keep the rule's id and version
+/// in their plan.
+pub async fn delete(db: &DatabaseConnection, id: Uuid) -> Result<()> {
+    let txn = crate::db::begin_write(db).await?;
+    row(&txn, id).await?;
+    rack_rule_associations::Entity::delete_many()
+        .filter(rack_rule_associations::Column::RuleId.eq(id))
+        .exec(&txn)
+        .await?;
+    operation_rule_versions::Entity::delete_many()
+        .filter(operation_rule_versions::Column::RuleId.eq(id))
+        .exec(&txn)
+        .await?;
+    operation_rules::Entity::delete_by_id(id).exec(&txn).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Stored rules, newest first.
+pub async fn list(db: &impl ConnectionTrait, filter: &RuleFilter) -> Result<Vec<Rule>> {
+    let mut query = operation_rules::Entity::find();
+    if let Some(op) = &filter.operation {
+        query = query.filter(operation_rules::Column::Operation.eq(op.as_str()));
+    }
+    if let Some(d) = filter.is_default {
+        query = query.filter(operation_rules::Column::IsDefault.eq(d));
+    }
+    query
+        .order_by_desc(operation_rules::Column::CreatedAt)
+        .order_by_desc(operation_rules::Column::Id)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(rule_from_row)
+        .collect()
+}
+
+/// Every version of a rule, newest first.
+pub async fn versions(db: &impl ConnectionTrait, id: Uuid) -> Result<Vec<RuleVersion>> {
+    row(db, id).await?;
+    operation_rule_versions::Entity::find()
+        .filter(operation_rule_versions::Column::RuleId.eq(id))
+        .order_by_desc(operation_rule_versions::Column::Version)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|v| {
+            Ok(RuleVersion {
+                version: v.version,
+                definition: definition_of(id, v.definition)?,
+                name: v.name,
+                description: v.description,
+                created_at: v.created_at,
+            })
+        })
+        .collect()
+}
+
+/// Makes a rule the default for its operation (or stops it being one), in one transaction so
+/// there is never a moment with two defaults.
+pub async fn set_default(
+    db: &DatabaseConnection,
+    id: Uuid,
+    on: bool,
+    now: DateTime<Utc>,
+) -> Result<Rule> {
+    let txn = crate::db::begin_write(db).await?;
+    let current = row(&txn, id).await?;
+    if on {
+        operation_rules::Entity::update_many()
+            .col_expr(operation_rules::Column::IsDefault, Expr::value(false))
+            .col_expr(operation_rules::Column::UpdatedAt, Expr::value(now))
+            .filter(operation_rules::Column::Operation.eq(current.operation.as_str()))
+            .filter(operation_rules::Column::IsDefault.eq(true))
+            .filter(operation_rules::Column::Id.ne(id))
+            .exec(&txn)
+            .await?;
+    }
+    let changed = current.is_default != on;
+    let mut am: operation_rules::ActiveModel = current.into();
+    if changed {
+        am.is_default = Set(on);
+        am.updated_at = Set(now);
+    }
+    let row = if changed {
+        am.update(&txn).await?
+    } else {
+        row(&txn, id).await?
+    };
+    txn.commit().await?;
+    rule_from_row(row)
+}
+
+async fn live_rack(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<()> {
+    racks::Entity::find_by_id(rack_id)
+        .filter(racks::Column::DeletedAt.is_null())
+        .one(db)
+        .await?
+        .map(|_| ())
+        .ok_or_else(|| Error::not_found("rack", rack_id))
+}
+
+fn association(row: rack_rule_associations::Model) -> Association {
+    Association {
+        rack_id: row.rack_id,
+        operation: row.operation,
+        rule_id: row.rule_id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    }
+}
+
+/// Sets the rule a rack runs for `operation`; `true` when the association is new.
+pub async fn associate(
+    db: &DatabaseConnection,
+    rack_id: Uuid,
+    operation: &str,
+    rule_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(Association, bool)> {
+    let txn = crate::db::begin_write(db).await?;
+    live_rack(&txn, rack_id).await?;
+    let rule = operation_rules::Entity::find_by_id(rule_id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| Error::Unprocessable {
+            code: "rule_not_found",
+            message: format!("operation rule {rule_id} does not exist"),
+            errors: vec![FieldError::new("rule_id", "no such operation rule")],
+        })?;
+    if rule.operation != operation {
+        return Err(Error::invalid(
+            "rule_id",
+            format!("rule {rule_id} is for {}, not {operation}", rule.operation),
+        ));
+    }
+    let existing = rack_rule_associations::Entity::find_by_id((rack_id, operation.to_string()))
+        .one(&txn)
+        .await?;
+    let created = existing.is_none();
+    let row = match existing {
+        Some(found) => {
+            let mut am: rack_rule_associations::ActiveModel = found.into();
+            am.rule_id = Set(rule_id);
+            am.updated_at = Set(now);
+            am.update(&txn).await?
+        }
+        None => {
+            rack_rule_associations::ActiveModel {
+                rack_id: Set(rack_id),
+                operation: Set(operation.to_string()),
+                rule_id: Set(rule_id),
+                created_at: Set(now),
+                updated_at: Set(now),
+            }
+            .insert(&txn)
+            .await?
+        }
+    };
+    txn.commit().await?;
+    Ok((association(row), created))
+}
+
+/// Removes a rack's rule for `operation`; removing one that is not there is not an error.
+pub async fn dissociate(db: &DatabaseConnection, rack_id: Uuid, operation: &str) -> Result<()> {
+    live_rack(db, rack_id).await?;
+    rack_rule_associations::Entity::delete_many()
+        .filter(rack_rule_associations::Column::RackId.eq(rack_id))
+        .filter(rack_rule_associations::Column::Operation.eq(operation))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// A rack's associations, by operation.
+pub async fn associations(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<Vec<Association>> {
+    live_rack(db, rack_id).await?;
+    Ok(rack_rule_associations::Entity::find()
+        .filter(rack_rule_associations::Column::RackId.eq(rack_id))
+        .order_by_asc(rack_rule_associations::Column::Operation)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(association)
+        .collect())
+}
+
+/// The rule associated with a rack for an operation, if any.
+pub async fn for_rack(
+    db: &impl ConnectionTrait,
+    rack_id: Uuid,
+    operation: &str,
+) -> Result<Option<Rule>> {
+    let Some(link) = rack_rule_associations::Entity::find_by_id((rack_id, operation.to_string()))
+        .one(db)
+        .await?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(get(db, link.rule_id).await?))
+}

@@ -1,0 +1,133 @@
+//! Plans without side effects: the rule and stages each rack's task would run, and what would
+//! block it, for dry runs; the same planning the dispatcher uses, so a preview is what then runs.
+
+use std::collections::HashSet;
+
+use sea_orm::ConnectionTrait;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::model::{Footprint, TaskComponent, TaskStatus};
+use super::{resolve, store};
+use crate::components::Device;
+use crate::error::Result;
+use crate::operations::model::{ConflictStrategy, MAX_WAITING_PER_RACK, Operation, OperationSpec};
+use crate::operations::plan::{self, Plan};
+use crate::rules::resolve as rules;
+
+/// A task that would block (or queue) a rack's new task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Blocker {
+    pub task_id: Uuid,
+    pub operation: String,
+    pub status: TaskStatus,
+}
+
+/// What a submission would do on one rack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RackPreview {
+    pub rack_id: Uuid,
+    pub rack_name: String,
+    /// `start`, `queue` or `reject`.
+    pub outcome: &'static str,
+    /// Why it would be refused (`rack_busy`, `queue_full`, `no_components`).
+    pub reason: Option<String>,
+    pub conflicts: Vec<Blocker>,
+    pub plan: Option<Plan>,
+}
+
+/// The plan a rack's task runs: its rule resolved now, over the given devices.
+pub async fn plan_for(
+    db: &impl ConnectionTrait,
+    requested_rule: Option<Uuid>,
+    rack_id: Uuid,
+    operation: &Operation,
+    devices: &[Device],
+) -> Result<Plan> {
+    let (rule, source) = rules::resolve(db, requested_rule, rack_id, operation.code()).await?;
+    Ok(plan::build(&rule, source, operation, devices))
+}
+
+/// The targeted devices of a rack as the dispatcher reads them when the task starts.
+pub async fn devices(
+    db: &impl ConnectionTrait,
+    rack_id: Uuid,
+    components: &[TaskComponent],
+) -> Result<Vec<Device>> {
+    let ids: HashSet<Uuid> = components.iter().map(|c| c.id).collect();
+    resolve::devices_of(db, rack_id, None, &ids).await
+}
+
+/// What submitting `spec` now would do on each targeted rack; creates nothing.
+pub async fn preview(db: &impl ConnectionTrait, spec: &OperationSpec) -> Result<Vec<RackPreview>> {
+    spec.validate()?;
+    if let Some(rule_id) = spec.rule_id {
+        rules::check_requested(db, rule_id, spec.operation.code()).await?;
+    }
+    let mut out = Vec::new();
+    for rack in resolve::resolve(db, &spec.targets).await? {
+        let components: Vec<TaskComponent> = rack
+            .devices
+            .iter()
+            .map(|d| TaskComponent {
+                id: d.component_id,
+                kind: d.kind,
+            })
+            .collect();
+        let mut preview = RackPreview {
+            rack_id: rack.rack_id,
+            rack_name: rack.rack_name.clone(),
+            outcome: "start",
+            reason: None,
+            conflicts: Vec::new(),
+            plan: None,
+        };
+        if components.is_empty() {
+            preview.outcome = "reject";
+            preview.reason = Some("no_components".into());
+            out.push(preview);
+            continue;
+        }
+        let footprint = Footprint {
+            task_type: spec.operation.task_type(),
+            components: components.clone(),
+        };
+        let active = store::on_rack(
+            db,
+            rack.rack_id,
+            &[TaskStatus::Pending, TaskStatus::Running],
+        )
+        .await?;
+        preview.conflicts = active
+            .iter()
+            .filter(|t| t.footprint().conflicts_with(&footprint))
+            .map(|t| Blocker {
+                task_id: t.id,
+                operation: t.operation.code().to_string(),
+                status: t.status,
+            })
+            .collect();
+        if !preview.conflicts.is_empty() {
+            match spec.conflict_strategy {
+                ConflictStrategy::Reject => {
+                    preview.outcome = "reject";
+                    preview.reason = Some("rack_busy".into());
+                }
+                ConflictStrategy::Queue => {
+                    let waiting = store::on_rack(db, rack.rack_id, &[TaskStatus::Waiting]).await?;
+                    if waiting.len() >= MAX_WAITING_PER_RACK {
+                        preview.outcome = "reject";
+                        preview.reason = Some("queue_full".into());
+                    } else {
+                        preview.outcome = "queue";
+                    }
+                }
+            }
+        }
+        let devices = devices(db, rack.rack_id, &components).await?;
+        preview.plan =
+            Some(plan_for(db, spec.rule_id, rack.rack_id, &spec.operation, &devices).await?);
+        out.push(preview);
+    }
+    Ok(out)
+}
