@@ -10,6 +10,7 @@ pub mod racks;
 pub mod schema;
 pub mod system;
 pub mod tasks;
+pub mod validation;
 
 use std::time::Duration;
 
@@ -37,6 +38,7 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(nvl_domains::routes())
         .merge(operations::routes())
         .merge(tasks::routes())
+        .merge(validation::routes())
         .merge(system::routes())
 }
 

@@ -72,6 +72,16 @@ pub struct RackBySerialQuery {
     pub include_components: bool,
 }
 
+/// Fills in each rack's recorded drift counts (one query for the whole page).
+async fn with_drift(state: &AppState, racks: &mut [RackDoc]) -> crate::error::Result<()> {
+    let ids: Vec<uuid::Uuid> = racks.iter().map(|r| r.id).collect();
+    let mut counts = crate::drift::store::rack_counts(state.db(), &ids).await?;
+    for rack in racks {
+        rack.drift = Some(counts.remove(&rack.id).unwrap_or_default().into());
+    }
+    Ok(())
+}
+
 fn with_etag(status: StatusCode, rack: RackDoc) -> impl IntoResponse {
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, etag(rack.revision));
@@ -131,7 +141,9 @@ pub async fn list_racks(
         position: q.position,
     };
     let racks = racks::list(state.db(), &filter, &page, q.include_components).await?;
-    Ok(axum::Json(ListResponse::from_page(racks)))
+    let mut list: ListResponse<RackDoc> = ListResponse::from_page(racks);
+    with_drift(&state, &mut list.items).await?;
+    Ok(axum::Json(list))
 }
 
 /// Find a rack by serial number
@@ -157,7 +169,10 @@ pub async fn get_rack_by_serial(
         q.include_components,
     )
     .await?;
-    Ok(with_etag(StatusCode::OK, rack.into()))
+    let mut doc = [RackDoc::from(rack)];
+    with_drift(&state, &mut doc).await?;
+    let [doc] = doc;
+    Ok(with_etag(StatusCode::OK, doc))
 }
 
 /// Get a rack
@@ -178,7 +193,10 @@ pub async fn get_rack(
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
     let rack = racks::get(state.db(), id, q.include_components).await?;
-    Ok(with_etag(StatusCode::OK, rack.into()))
+    let mut doc = [RackDoc::from(rack)];
+    with_drift(&state, &mut doc).await?;
+    let [doc] = doc;
+    Ok(with_etag(StatusCode::OK, doc))
 }
 
 /// Patch a rack

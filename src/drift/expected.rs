@@ -93,3 +93,20 @@ pub async fn rack_devices(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<Ve
         .collect();
     resolve::devices_of(db, rack_id, Some(&rack.name), &ids).await
 }
+
+/// A live rack by id or name (404 when there is none).
+pub async fn rack_id(db: &impl ConnectionTrait, reference: &str) -> Result<Uuid> {
+    let query = racks::Entity::find().filter(racks::Column::DeletedAt.is_null());
+    let query = match Uuid::parse_str(reference) {
+        Ok(id) => query.filter(racks::Column::Id.eq(id)),
+        Err(_) => query.filter(racks::Column::Name.eq(reference)),
+    };
+    query
+        .one(db)
+        .await?
+        .map(|r| r.id)
+        .ok_or_else(|| Error::NotFound {
+            kind: "rack",
+            id: reference.to_string(),
+        })
+}
