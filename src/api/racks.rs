@@ -109,7 +109,10 @@ pub async fn create_expected_rack(
     let new = body.into_domain()?;
     let rack = racks::create(state.db(), &new, state.now()).await?;
     let location = format!("/v1/racks/{}", rack.id);
-    let mut response = with_etag(StatusCode::CREATED, rack.into()).into_response();
+    let mut doc = RackDoc::from(rack);
+    // A new rack's components have no recorded drift yet; said here so a read answers alike.
+    doc.drift = Some(Default::default());
+    let mut response = with_etag(StatusCode::CREATED, doc).into_response();
     if let Ok(value) = location.parse() {
         response.headers_mut().insert(header::LOCATION, value);
     }
@@ -226,10 +229,13 @@ pub async fn patch_rack(
     let (rack, report) = racks::patch(state.db(), id, &patch, if_match.0, state.now()).await?;
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, etag(rack.revision));
+    let mut doc = [RackDoc::from(rack)];
+    with_drift(&state, &mut doc).await?;
+    let [doc] = doc;
     Ok((
         headers,
         axum::Json(RackPatchResponse {
-            rack: rack.into(),
+            rack: doc,
             report: report.into(),
         }),
     ))

@@ -127,7 +127,7 @@ pub struct RackDoc {
     /// Present when asked for (`include_components=true`, and always after create and patch).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub components: Option<Vec<ComponentDoc>>,
-    /// Drift the last sync recorded for the rack's components (on reads, not after writes).
+    /// Drift the last sync recorded for the rack's components, by kind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftSummaryDoc>,
 }
