@@ -5,7 +5,9 @@ use std::sync::Arc;
 use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::DatabaseConnection;
 
+use crate::components::registry::Registry;
 use crate::config::Config;
+use crate::drift::observe::Observer;
 use crate::tasks::TaskService;
 use crate::tasks::engine::{DisabledEngine, WorkflowEngine};
 
@@ -35,6 +37,8 @@ pub struct AppInner {
     pub config: Config,
     pub clock: Arc<dyn Clock>,
     pub tasks: Arc<TaskService>,
+    /// Asks the component managers what they see (validation).
+    pub observer: Observer,
 }
 
 impl AppState {
@@ -43,19 +47,40 @@ impl AppState {
         Self::with_engine(db, config, Arc::new(DisabledEngine))
     }
 
+    /// State with a workflow engine and no component managers (validation checks nothing).
     pub fn with_engine(
         db: DatabaseConnection,
         config: Config,
         engine: Arc<dyn WorkflowEngine>,
     ) -> Self {
+        Self::build(db, config, engine, Arc::new(Registry::new()))
+    }
+
+    /// State with a workflow engine and the component managers validation asks.
+    pub fn build(
+        db: DatabaseConnection,
+        config: Config,
+        engine: Arc<dyn WorkflowEngine>,
+        registry: Arc<Registry>,
+    ) -> Self {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let tasks = Arc::new(TaskService::new(db.clone(), engine, clock.clone()));
+        let observer = Observer::new(
+            registry,
+            std::time::Duration::from_secs(config.observe_timeout_secs),
+        );
         Self(Arc::new(AppInner {
             db,
             config,
             clock,
             tasks,
+            observer,
         }))
+    }
+
+    /// Asks the component managers what they see.
+    pub fn observer(&self) -> &Observer {
+        &self.0.observer
     }
 
     pub fn tasks(&self) -> &TaskService {

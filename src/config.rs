@@ -30,6 +30,8 @@ pub const ENV_VARS: &[&str] = &[
     "FLOW_SIM_SLOW_SERIALS",
     "FLOW_SIM_SLOW_MS",
     "FLOW_SIM_FAILURE_RATE",
+    "FLOW_DRIFT_SYNC_INTERVAL_SECS",
+    "FLOW_OBSERVE_TIMEOUT_SECS",
 ];
 
 /// The original service's variable names, still accepted for operators moving over.
@@ -79,6 +81,10 @@ pub struct Config {
     pub sim_slow_ms: u64,
     /// Share of calls (0..=1) that fail as unreachable, chosen reproducibly.
     pub sim_failure_rate: f64,
+    /// How often the drift sync compares the inventory with the managers; 0 turns it off.
+    pub drift_sync_interval_secs: u64,
+    /// Deadline of one manager's inventory report (validation and drift sync).
+    pub observe_timeout_secs: u64,
 }
 
 impl Default for Config {
@@ -104,6 +110,8 @@ impl Default for Config {
             sim_slow_serials: Vec::new(),
             sim_slow_ms: 2000,
             sim_failure_rate: 0.0,
+            drift_sync_interval_secs: 60,
+            observe_timeout_secs: 10,
         }
     }
 }
@@ -131,6 +139,8 @@ impl fmt::Debug for Config {
             .field("sim_slow_serials", &self.sim_slow_serials)
             .field("sim_slow_ms", &self.sim_slow_ms)
             .field("sim_failure_rate", &self.sim_failure_rate)
+            .field("drift_sync_interval_secs", &self.drift_sync_interval_secs)
+            .field("observe_timeout_secs", &self.observe_timeout_secs)
             .finish()
     }
 }
@@ -262,6 +272,17 @@ impl Config {
         if let Some(v) = get("FLOW_SIM_FAILURE_RATE") {
             self.sim_failure_rate = parse("FLOW_SIM_FAILURE_RATE", v)?;
         }
+        for (key, field) in [
+            (
+                "FLOW_DRIFT_SYNC_INTERVAL_SECS",
+                &mut self.drift_sync_interval_secs,
+            ),
+            ("FLOW_OBSERVE_TIMEOUT_SECS", &mut self.observe_timeout_secs),
+        ] {
+            if let Some(v) = get(key) {
+                *field = parse(key, v)?;
+            }
+        }
         Ok(())
     }
 
@@ -272,6 +293,11 @@ impl Config {
         if self.psm_timeout_secs == 0 {
             return Err(ConfigError(
                 "FLOW_PSM_TIMEOUT_SECS must be at least 1".into(),
+            ));
+        }
+        if self.observe_timeout_secs == 0 {
+            return Err(ConfigError(
+                "FLOW_OBSERVE_TIMEOUT_SECS must be at least 1".into(),
             ));
         }
         if !(0.0..=1.0).contains(&self.sim_failure_rate) {
@@ -377,6 +403,8 @@ mod tests {
             ("FLOW_SIM_FAILURE_RATE", "1.5"),
             ("FLOW_SIM_FAILURE_RATE", "NaN"),
             ("FLOW_SIM_FAILURE_RATE", "often"),
+            ("FLOW_DRIFT_SYNC_INTERVAL_SECS", "1m"),
+            ("FLOW_OBSERVE_TIMEOUT_SECS", "0"),
         ] {
             let err = Config::load(&env(&[(key, value)])).unwrap_err();
             assert!(err.to_string().contains(key), "{key}={value}: {err}");
@@ -411,6 +439,21 @@ mod tests {
         assert_eq!(c.sim_fail_serials, ["SN1", "SN2"]);
         assert_eq!(c.sim_slow_serials, ["SN3"]);
         assert_eq!((c.sim_slow_ms, c.sim_failure_rate), (10, 0.25));
+    }
+
+    #[test]
+    fn drift_sync_settings_come_from_variables_and_zero_turns_the_sync_off() {
+        let c = Config::load(&env(&[])).unwrap();
+        assert_eq!(
+            (c.drift_sync_interval_secs, c.observe_timeout_secs),
+            (60, 10)
+        );
+        let c = Config::load(&env(&[
+            ("FLOW_DRIFT_SYNC_INTERVAL_SECS", "0"),
+            ("FLOW_OBSERVE_TIMEOUT_SECS", "3"),
+        ]))
+        .unwrap();
+        assert_eq!((c.drift_sync_interval_secs, c.observe_timeout_secs), (0, 3));
     }
 
     #[test]

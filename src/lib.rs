@@ -7,6 +7,8 @@
 //!   and the store functions that read and write it.
 //! - [`db`] connects to PostgreSQL or SQLite and runs the migrations in the `migration` crate.
 //! - [`config`] loads the typed configuration once; [`app`] is the state handlers share.
+//! - [`drift`] compares the inventory with what the component managers see (validation, the
+//!   periodic drift sync).
 //! - [`error`] is the one domain error type.
 //! - [`rules`] holds operation rules: stored, default and built-in stage sequences.
 
@@ -22,6 +24,7 @@ pub mod components;
 pub mod config;
 pub mod db;
 pub mod dev;
+pub mod drift;
 pub mod error;
 pub mod inventory;
 pub mod operations;

@@ -1,5 +1,5 @@
 //! Assembles a running Flow process from its configuration: database, component managers,
-//! Temporal client and worker, the HTTP API, and the reconciliation loop.
+//! Temporal client and worker, the HTTP API, the reconciliation loop and the drift sync.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +9,8 @@ use temporalio_sdk::Runtime;
 use crate::app::AppState;
 use crate::components::registry::{Registry, sim_from_config};
 use crate::config::Config;
+use crate::drift::observe::Observer;
+use crate::drift::sync::{DriftSync, sync_loop};
 use crate::error::{Error, Result};
 use crate::tasks::engine::WorkflowEngine;
 use crate::workflows::activities::RackActivities;
@@ -41,6 +43,12 @@ pub async fn run(
     if config.migrate_on_start {
         db::migrate(&conn).await?;
     }
+    // Built in every role: the API validates against the managers too. Nothing connects yet.
+    let registry = Arc::new(
+        Registry::from_config(&config, sim_from_config(&config))
+            .map_err(|e| Error::invalid("FLOW_COMPONENT_MANAGERS", e))?,
+    );
+    let holder = format!("{}-{}", hostname(), std::process::id());
     let temporal_off =
         config.temporal_address.trim().is_empty() || config.temporal_address == "none";
     if temporal_off {
@@ -53,7 +61,16 @@ pub async fn run(
         tracing::warn!(
             "FLOW_TEMPORAL_ADDRESS is empty: serving the inventory only; operations answer 503"
         );
-        return serve_api(config.clone(), AppState::new(conn, config), shutdown).await;
+        let state = AppState::build(
+            conn,
+            config.clone(),
+            Arc::new(crate::tasks::engine::DisabledEngine),
+            registry.clone(),
+        );
+        let drift = start_drift_sync(&config, &state, registry, &holder);
+        let served = serve_api(config, state, shutdown).await;
+        stop_drift_sync(drift, &holder).await;
+        return served;
     }
     let client = worker::connect(&config.temporal_address, &config.temporal_namespace, TEMPORAL_CONNECT_TIMEOUT).await.map_err(|e| {
         Error::Unavailable {
@@ -66,31 +83,27 @@ pub async fn run(
         client.clone(),
         config.temporal_task_queue.clone(),
     ));
-    let state = AppState::with_engine(conn, config.clone(), engine);
+    let state = AppState::build(conn, config.clone(), engine, registry.clone());
 
     if !roles.worker {
         return serve_api(config, state, shutdown).await;
     }
-    let registry = Arc::new(
-        Registry::from_config(&config, sim_from_config(&config))
-            .map_err(|e| Error::invalid("FLOW_COMPONENT_MANAGERS", e))?,
-    );
     tracing::info!(managers = ?registry.describe(), task_queue = %config.temporal_task_queue, "starting the worker");
     let runtime = Runtime::from_current_tokio(Default::default()).map_err(internal)?;
     let activities = RackActivities {
         tasks: state.task_service(),
-        registry,
+        registry: registry.clone(),
         clock: state.clock(),
     };
     let mut temporal_worker =
         worker::build_worker(&runtime, client, &config.temporal_task_queue, activities)?;
     let stop_worker = temporal_worker.shutdown_handle();
-    let holder = format!("{}-{}", hostname(), std::process::id());
     let reconciler = tokio::spawn(worker::reconcile_loop(
         state.task_service(),
         holder.clone(),
         RECONCILE_INTERVAL,
     ));
+    let drift = start_drift_sync(&config, &state, registry.clone(), &holder);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -117,8 +130,44 @@ pub async fn run(
     let (api_result, worker_result, ()) = tokio::join!(api_part, temporal_worker.run(), stop_part);
     reconciler.abort();
     let _ = state.tasks().release(&holder).await;
+    stop_drift_sync(drift, &holder).await;
     api_result?;
     worker_result.map_err(internal)
+}
+
+/// Starts the periodic drift sync unless `FLOW_DRIFT_SYNC_INTERVAL_SECS` is 0. Every process
+/// that runs it competes for one lease, so a cycle is recorded once however many run.
+fn start_drift_sync(
+    config: &Config,
+    state: &AppState,
+    registry: Arc<Registry>,
+    holder: &str,
+) -> Option<(Arc<DriftSync>, tokio::task::JoinHandle<()>)> {
+    if config.drift_sync_interval_secs == 0 {
+        tracing::info!("drift sync is off (FLOW_DRIFT_SYNC_INTERVAL_SECS=0)");
+        return None;
+    }
+    let interval = Duration::from_secs(config.drift_sync_interval_secs);
+    let timeout = Duration::from_secs(config.observe_timeout_secs);
+    let sync = Arc::new(DriftSync::new(
+        state.db().clone(),
+        Observer::new(registry, timeout),
+        state.clock(),
+        // Outlives a missed tick and a slow cycle, so a live holder keeps it.
+        interval * 2 + timeout,
+    ));
+    let handle = tokio::spawn(sync_loop(sync.clone(), holder.to_string(), interval));
+    Some((sync, handle))
+}
+
+async fn stop_drift_sync(
+    drift: Option<(Arc<DriftSync>, tokio::task::JoinHandle<()>)>,
+    holder: &str,
+) {
+    if let Some((sync, handle)) = drift {
+        handle.abort();
+        let _ = sync.release(holder).await;
+    }
 }
 
 async fn serve_api(

@@ -5,6 +5,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20260101_000001_create_inventory;
 mod m20260201_000002_create_tasks;
 mod m20261130_000003_create_rules;
+mod m20261201_000003_create_drift;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -17,6 +18,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20260101_000001_create_inventory::Migration),
             Box::new(m20260201_000002_create_tasks::Migration),
             Box::new(m20261130_000003_create_rules::Migration),
+            Box::new(m20261201_000003_create_drift::Migration),
         ]
     }
 }

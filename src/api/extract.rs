@@ -111,6 +111,42 @@ impl<S: Send + Sync> FromRequest<S> for Document {
     }
 }
 
+/// An optional JSON body: no body at all is `None`; anything else is read as [`Json`] reads it.
+#[derive(Debug)]
+pub struct MaybeJson<T>(pub Option<T>);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let declared_empty = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() == b"0");
+        if declared_empty
+            || (!is_json(req.headers()) && req.headers().get(header::CONTENT_TYPE).is_none())
+        {
+            let (parts, body) = req.into_parts();
+            let bytes = Bytes::from_request(Request::from_parts(parts, body), state)
+                .await
+                .map_err(|r| {
+                    Problem::new(StatusCode::BAD_REQUEST, "invalid_body", r.body_text())
+                })?;
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                return Ok(Self(None));
+            }
+            return Err(Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "expected no body, or a JSON body with Content-Type: application/json",
+            ));
+        }
+        Json::<T>::from_request(req, state)
+            .await
+            .map(|Json(body)| Self(Some(body)))
+    }
+}
+
 fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)

@@ -11,6 +11,7 @@ pub mod rules;
 pub mod schema;
 pub mod system;
 pub mod tasks;
+pub mod validation;
 
 use std::time::Duration;
 
@@ -39,6 +40,7 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(operations::routes())
         .merge(rules::routes())
         .merge(tasks::routes())
+        .merge(validation::routes())
         .merge(system::routes())
 }
 

@@ -8,6 +8,7 @@ pub const NVL_DOMAINS: &str = "nvl-domains";
 pub const OPERATIONS: &str = "operations";
 pub const TASKS: &str = "tasks";
 pub const RULES: &str = "operation-rules";
+pub const VALIDATION: &str = "validation";
 pub const SYSTEM: &str = "system";
 
 #[derive(OpenApi)]
@@ -28,6 +29,7 @@ and rack-level operations on them. Errors are RFC 9457 `application/problem+json
         (name = OPERATIONS, description = "Power, firmware, bring-up and ingest: one task per rack, run as a durable workflow"),
         (name = RULES, description = "Operation rules: the stages each operation walks, per rack or as the default, every version kept"),
         (name = TASKS, description = "Tasks, their per-component reports, cancellation and live events"),
+        (name = VALIDATION, description = "Expected vs actual: live validation against the component managers, and the drift the periodic sync records"),
         (name = SYSTEM, description = "Version, liveness and readiness"),
     )
 )]

@@ -72,6 +72,16 @@ pub struct RackBySerialQuery {
     pub include_components: bool,
 }
 
+/// Fills in each rack's recorded drift counts (one query for the whole page).
+async fn with_drift(state: &AppState, racks: &mut [RackDoc]) -> crate::error::Result<()> {
+    let ids: Vec<uuid::Uuid> = racks.iter().map(|r| r.id).collect();
+    let mut counts = crate::drift::store::rack_counts(state.db(), &ids).await?;
+    for rack in racks {
+        rack.drift = Some(counts.remove(&rack.id).unwrap_or_default().into());
+    }
+    Ok(())
+}
+
 fn with_etag(status: StatusCode, rack: RackDoc) -> impl IntoResponse {
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, etag(rack.revision));
@@ -99,7 +109,10 @@ pub async fn create_expected_rack(
     let new = body.into_domain()?;
     let rack = racks::create(state.db(), &new, state.now()).await?;
     let location = format!("/v1/racks/{}", rack.id);
-    let mut response = with_etag(StatusCode::CREATED, rack.into()).into_response();
+    let mut doc = RackDoc::from(rack);
+    // A new rack's components have no recorded drift yet; said here so a read answers alike.
+    doc.drift = Some(Default::default());
+    let mut response = with_etag(StatusCode::CREATED, doc).into_response();
     if let Ok(value) = location.parse() {
         response.headers_mut().insert(header::LOCATION, value);
     }
@@ -131,7 +144,9 @@ pub async fn list_racks(
         position: q.position,
     };
     let racks = racks::list(state.db(), &filter, &page, q.include_components).await?;
-    Ok(axum::Json(ListResponse::from_page(racks)))
+    let mut list: ListResponse<RackDoc> = ListResponse::from_page(racks);
+    with_drift(&state, &mut list.items).await?;
+    Ok(axum::Json(list))
 }
 
 /// Find a rack by serial number
@@ -157,7 +172,10 @@ pub async fn get_rack_by_serial(
         q.include_components,
     )
     .await?;
-    Ok(with_etag(StatusCode::OK, rack.into()))
+    let mut doc = [RackDoc::from(rack)];
+    with_drift(&state, &mut doc).await?;
+    let [doc] = doc;
+    Ok(with_etag(StatusCode::OK, doc))
 }
 
 /// Get a rack
@@ -178,7 +196,10 @@ pub async fn get_rack(
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
     let rack = racks::get(state.db(), id, q.include_components).await?;
-    Ok(with_etag(StatusCode::OK, rack.into()))
+    let mut doc = [RackDoc::from(rack)];
+    with_drift(&state, &mut doc).await?;
+    let [doc] = doc;
+    Ok(with_etag(StatusCode::OK, doc))
 }
 
 /// Patch a rack
@@ -208,10 +229,13 @@ pub async fn patch_rack(
     let (rack, report) = racks::patch(state.db(), id, &patch, if_match.0, state.now()).await?;
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, etag(rack.revision));
+    let mut doc = [RackDoc::from(rack)];
+    with_drift(&state, &mut doc).await?;
+    let [doc] = doc;
     Ok((
         headers,
         axum::Json(RackPatchResponse {
-            rack: rack.into(),
+            rack: doc,
             report: report.into(),
         }),
     ))

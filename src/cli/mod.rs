@@ -39,7 +39,7 @@ pub struct GlobalArgs {
 /// The client subcommands, flattened into the binary's own.
 #[derive(Debug, Subcommand)]
 pub enum ClientCommand {
-    /// Expected racks: create, get, list, patch, delete, purge, bring-up, ingest.
+    /// Expected racks: create, get, list, patch, delete, purge, validate, bring-up, ingest.
     Rack {
         #[command(subcommand)]
         command: racks::RackCommand,

@@ -86,6 +86,11 @@ pub enum RackCommand {
         #[command(flatten)]
         submit: Submit,
     },
+    /// Compare the rack's inventory with what its component managers see right now.
+    Validate {
+        /// Rack name or id.
+        rack: String,
+    },
     /// Register the rack's devices with their managers.
     Ingest {
         /// Rack name or id.
@@ -189,6 +194,19 @@ pub async fn run(client: &Client, format: Format, command: &RackCommand) -> Resu
             let body = json!({"target_spec": {"racks": [input::rack_ref(rack)]}});
             return operations::submit(client, format, "bring-up", body, submit).await;
         }
+        RackCommand::Validate { rack } => {
+            let id = rack_id(client, rack).await?;
+            let reply = client
+                .get(&format!("/v1/racks/{id}/validation"), &[])
+                .await?;
+            output::emit(format, &reply.text, &reply.body, validation_view);
+            // Scripts can tell a clean rack from one with differences by the exit code.
+            let summary = &reply.body["summary"];
+            let differs = ["missing", "unexpected", "mismatch", "unreachable"]
+                .iter()
+                .any(|k| summary[k].as_u64().unwrap_or(0) > 0);
+            return Ok(u8::from(differs));
+        }
         RackCommand::Ingest { rack, submit } => {
             let body = json!({"target_spec": {"racks": [input::rack_ref(rack)]}});
             return operations::submit(client, format, "ingest", body, submit).await;
@@ -236,6 +254,53 @@ pub fn rack_view(rack: &Value) -> String {
     if let Some(components) = rack["components"].as_array() {
         out.push('\n');
         out.push_str(&components_table(components));
+    }
+    out
+}
+
+/// A validation: its counts, then one row per difference.
+pub fn validation_view(validation: &Value) -> String {
+    let summary = &validation["summary"];
+    let mut out = fields(
+        &[
+            "match",
+            "missing",
+            "unexpected",
+            "mismatch",
+            "unreachable",
+            "unchecked",
+        ]
+        .map(|k| (k, cell(&summary[k]))),
+    );
+    let diffs = validation["diffs"].as_array().cloned().unwrap_or_default();
+    if !diffs.is_empty() {
+        let mut table = Table::new(&["KIND", "TYPE", "COMPONENT", "EXTERNAL_ID", "DETAIL"]);
+        for d in &diffs {
+            let detail = match d["fields"].as_array() {
+                Some(f) if !f.is_empty() => f
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "{}: {} != {}",
+                            cell(&f["field"]),
+                            cell(&f["expected"]),
+                            cell(&f["actual"])
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                _ => cell(&d["message"]),
+            };
+            table.row(vec![
+                cell(&d["kind"]),
+                cell(&d["type"]),
+                cell(&d["component_id"]),
+                cell(&d["external_id"]),
+                detail,
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&table.render());
     }
     out
 }

@@ -1,6 +1,7 @@
 //! Component managers: how Flow drives the devices of each component type.
 //!
-//! Each capability is a small trait (power control, power status, firmware, registration). A
+//! Each capability is a small trait (power control, power status, firmware, registration,
+//! inventory observation). A
 //! [`registry::Registry`] maps every component type to the providers configured for it
 //! (`FLOW_COMPONENT_MANAGERS`, e.g. `powershelf=psm,nvswitch=sim,compute=sim`). Providers live in
 //! [`providers`]; each reports failures per device, as a [`DeviceError`] that says whether a retry
@@ -151,6 +152,46 @@ pub trait Registration: Send + Sync {
     async fn register(&self, device: &Device) -> Result<(), DeviceError>;
 }
 
+/// What a manager sees of one device: the observed side of expected-vs-actual.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The address the manager knows the device by (PMC MAC, simulator id), for messages.
+    pub address: String,
+    /// The device's id in its manager, when it has one.
+    pub external_id: Option<String>,
+    pub serial_number: Option<String>,
+    pub model: Option<String>,
+    pub firmware_version: Option<String>,
+    pub power: Option<DevicePower>,
+}
+
+/// A manager's answer for a batch of devices.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InventoryReport {
+    /// Requested devices the manager sees, by component id; a requested device absent from
+    /// both maps is one the manager does not have.
+    pub seen: std::collections::HashMap<Uuid, Observation>,
+    /// Requested devices the manager could not report on (device fault, no address).
+    pub failed: std::collections::HashMap<Uuid, DeviceError>,
+    /// Devices the manager has that were not requested (only when asked for everything).
+    pub unlisted: Vec<Observation>,
+}
+
+/// Reports what a manager sees, for a batch of devices in one round trip. A manager that does
+/// not answer fails the whole call ([`DeviceError::Unreachable`]); the caller must not read
+/// that as "every device is missing".
+#[async_trait]
+pub trait Inventory: Send + Sync {
+    /// Observes `devices` (all of type `kind`); with `everything`, also lists the devices of
+    /// that type the manager has beyond them.
+    async fn observe(
+        &self,
+        kind: ComponentType,
+        devices: &[Device],
+        everything: bool,
+    ) -> Result<InventoryReport, DeviceError>;
+}
+
 /// The providers configured for one component type; a missing capability is `None`.
 #[derive(Clone, Default)]
 pub struct ManagerSet {
@@ -160,6 +201,7 @@ pub struct ManagerSet {
     pub status: Option<std::sync::Arc<dyn PowerStatus>>,
     pub firmware: Option<std::sync::Arc<dyn FirmwareControl>>,
     pub registration: Option<std::sync::Arc<dyn Registration>>,
+    pub inventory: Option<std::sync::Arc<dyn Inventory>>,
 }
 
 impl fmt::Debug for ManagerSet {
@@ -170,6 +212,7 @@ impl fmt::Debug for ManagerSet {
             .field("status", &self.status.is_some())
             .field("firmware", &self.firmware.is_some())
             .field("registration", &self.registration.is_some())
+            .field("inventory", &self.inventory.is_some())
             .finish()
     }
 }

@@ -128,6 +128,11 @@ impl Registry {
         self.sets.get(&kind)
     }
 
+    /// Every configured type with its managers, in type order.
+    pub fn sets(&self) -> impl Iterator<Item = (ComponentType, &ManagerSet)> {
+        self.sets.iter().map(|(kind, set)| (*kind, set))
+    }
+
     /// Component type → provider name, for the start-up log.
     pub fn describe(&self) -> BTreeMap<ComponentType, String> {
         self.sets
@@ -155,7 +160,8 @@ pub fn sim_set(sim: Arc<SimDevices>) -> ManagerSet {
         power: Some(sim.clone()),
         status: Some(sim.clone()),
         firmware: Some(sim.clone()),
-        registration: Some(sim),
+        registration: Some(sim.clone()),
+        inventory: Some(sim),
     }
 }
 
@@ -166,7 +172,8 @@ pub fn psm_set(psm: Arc<PsmManager>) -> ManagerSet {
         power: Some(psm.clone()),
         status: Some(psm.clone()),
         firmware: Some(psm.clone()),
-        registration: Some(psm),
+        registration: Some(psm.clone()),
+        inventory: Some(psm),
     }
 }
 

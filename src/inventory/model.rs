@@ -249,6 +249,10 @@ pub struct Component {
     pub position: Position,
     pub external_id: Option<String>,
     pub power_state: Option<PowerState>,
+    /// Firmware the device's manager last reported (the expected version is `firmware_version`).
+    pub observed_firmware_version: Option<String>,
+    /// When inventory sync last saw the device in its manager.
+    pub last_seen_at: Option<DateTime<Utc>>,
     pub bmcs: Vec<Bmc>,
     pub revision: i64,
     pub created_at: DateTime<Utc>,

@@ -67,6 +67,8 @@ pub(crate) fn component_from_row(row: components::Model, bmcs: Vec<Bmc>) -> Resu
         },
         external_id: row.external_id,
         power_state: row.power_state.as_deref().and_then(PowerState::parse),
+        observed_firmware_version: row.observed_firmware_version,
+        last_seen_at: row.last_seen_at,
         bmcs,
         revision: row.revision,
         created_at: row.created_at,

@@ -18,3 +18,4 @@ mod migrations;
 mod operations;
 mod service;
 mod tasks;
+mod validation;

@@ -99,7 +99,7 @@ impl ComponentInput {
     "position": {"slot_id": 36, "tray_idx": 16, "host_id": 0},
     "bmcs": [{"type": "host", "mac_address": "d8:19:09:00:04:af", "ip_address": null},
              {"type": "dpu", "mac_address": "e0:9d:73:80:c0:59", "ip_address": null}],
-    "external_id": null, "power_state": null, "revision": 1,
+    "external_id": null, "power_state": null, "observed_firmware_version": null, "last_seen_at": null, "revision": 1,
     "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:00Z"
 }))]
 pub struct ComponentDoc {
@@ -119,6 +119,10 @@ pub struct ComponentDoc {
     pub external_id: Option<String>,
     /// Last observed power state (read-only).
     pub power_state: Option<PowerStateDoc>,
+    /// Firmware version the device's manager last reported (read-only; set by inventory sync).
+    pub observed_firmware_version: Option<String>,
+    /// When inventory sync last saw the device in its manager (read-only).
+    pub last_seen_at: Option<DateTime<Utc>>,
     /// Current version; the same value is the `ETag`.
     pub revision: i64,
     pub created_at: DateTime<Utc>,
@@ -141,6 +145,8 @@ impl From<Component> for ComponentDoc {
             bmcs: c.bmcs.into_iter().map(Into::into).collect(),
             external_id: c.external_id,
             power_state: c.power_state.map(Into::into),
+            observed_firmware_version: c.observed_firmware_version,
+            last_seen_at: c.last_seen_at,
             revision: c.revision,
             created_at: c.created_at,
             updated_at: c.updated_at,

@@ -3,6 +3,7 @@
 
 pub mod common;
 pub mod component;
+pub mod drift;
 pub mod nvl;
 pub mod operation;
 pub mod rack;

@@ -62,7 +62,8 @@ pub enum ConflictStrategyDoc {
 }
 
 impl TargetSpecDoc {
-    fn to_domain(&self, v: &mut Violations) -> TargetSpec {
+    /// The domain targets; problems go to `v` under `target_spec`.
+    pub fn to_domain(&self, v: &mut Violations) -> TargetSpec {
         match (&self.racks, &self.components) {
             (Some(racks), None) => TargetSpec::Racks(
                 racks

@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::common::{LocationDoc, free_text, optional_text, required_text};
 use super::component::{ComponentDoc, ComponentInput};
+use super::drift::DriftSummaryDoc;
 use crate::api::extract::double_option;
 use crate::error::{Error, Result, Violations};
 use crate::inventory::model::{NewRack, PatchReport, Rack, RackPatch};
@@ -107,7 +108,8 @@ fn components_to_domain(
     "id": "0192f3a0-0000-7000-8000-000000000001", "name": "g10", "manufacturer": "Wiwynn",
     "serial_number": "B8111801000951700005Y0SA", "model": "GB200 NVL72", "description": null,
     "location": {"region": "MY", "datacenter": "jhb01", "room": "EW-F00-DH-02", "position": "EW-F00-DH-02-G10"},
-    "nvl_domain_id": null, "revision": 1, "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:00Z"
+    "nvl_domain_id": null, "revision": 1, "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:00Z",
+    "drift": {"missing": 0, "unexpected": 0, "mismatch": 1, "unreachable": 0, "stale": 0}
 }))]
 pub struct RackDoc {
     pub id: Uuid,
@@ -125,6 +127,9 @@ pub struct RackDoc {
     /// Present when asked for (`include_components=true`, and always after create and patch).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub components: Option<Vec<ComponentDoc>>,
+    /// Drift the last sync recorded for the rack's components, by kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftSummaryDoc>,
 }
 
 impl From<Rack> for RackDoc {
@@ -144,6 +149,7 @@ impl From<Rack> for RackDoc {
             components: r
                 .components
                 .map(|cs| cs.into_iter().map(Into::into).collect()),
+            drift: None,
         }
     }
 }

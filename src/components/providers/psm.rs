@@ -3,6 +3,8 @@
 //! PSM answers per shelf; a shelf-level `status != SUCCESS` becomes [`DeviceError::Rejected`]
 //! naming the shelf, while transport failures and deadlines stay [`DeviceError::Unreachable`].
 
+mod observe;
+
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -177,13 +179,18 @@ impl PowerStatus for PsmManager {
                     device.name
                 ))
             })?;
-        let on = shelf.psus.iter().filter(|p| p.power_state).count();
-        Ok(match on {
-            _ if shelf.psus.is_empty() => DevicePower::Unknown,
-            0 => DevicePower::Off,
-            n if n == shelf.psus.len() => DevicePower::On,
-            _ => DevicePower::Unknown,
-        })
+        Ok(shelf_power(shelf))
+    }
+}
+
+/// On when every PSU is on, off when every one is off, unknown when mixed or none.
+fn shelf_power(shelf: &pb::PowerShelf) -> DevicePower {
+    let on = shelf.psus.iter().filter(|p| p.power_state).count();
+    match on {
+        _ if shelf.psus.is_empty() => DevicePower::Unknown,
+        0 => DevicePower::Off,
+        n if n == shelf.psus.len() => DevicePower::On,
+        _ => DevicePower::Unknown,
     }
 }
 

@@ -4,6 +4,7 @@
 //! decided by hashing (serial, operation, call number), so the same run fails the same way again.
 
 mod config;
+mod observe;
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -44,6 +45,9 @@ struct Update {
 
 #[derive(Debug)]
 struct SimDevice {
+    kind: ComponentType,
+    serial: String,
+    model: Option<String>,
     power: DevicePower,
     firmware: String,
     update: Option<Update>,
@@ -117,11 +121,14 @@ impl SimDevices {
     pub fn firmware_of(&self, component_id: Uuid) -> Option<String> {
         let state = self.lock();
         let now = Instant::now() + state.skew;
-        let device = state.devices.get(&component_id)?;
-        Some(match &device.update {
-            Some(u) if !u.fails && now >= u.completes_at => u.target.clone(),
-            _ => device.firmware.clone(),
-        })
+        Some(state.devices.get(&component_id)?.running_firmware(now))
+    }
+
+    /// Sets the firmware a device runs, as test set-up (no event is logged).
+    pub fn seed_firmware(&self, device: &Device, version: &str) {
+        let mut state = self.lock();
+        let initial = self.config.initial_power;
+        device_entry(&mut state, device, initial).firmware = version.to_string();
     }
 
     /// Whether the device was registered.
@@ -197,6 +204,17 @@ impl SimDevices {
     }
 }
 
+impl SimDevice {
+    /// The version installed now: an update whose time has come counts even before anyone
+    /// asked for its status.
+    fn running_firmware(&self, now: Instant) -> String {
+        match &self.update {
+            Some(u) if !u.fails && now >= u.completes_at => u.target.clone(),
+            _ => self.firmware.clone(),
+        }
+    }
+}
+
 fn device_entry<'a>(
     state: &'a mut State,
     device: &Device,
@@ -206,6 +224,9 @@ fn device_entry<'a>(
         .devices
         .entry(device.component_id)
         .or_insert_with(|| SimDevice {
+            kind: device.kind,
+            serial: device.serial_number.clone(),
+            model: device.model.clone(),
             power,
             firmware: device
                 .firmware_version

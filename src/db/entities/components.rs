@@ -21,6 +21,8 @@ pub struct Model {
     pub host_id: Option<i64>,
     pub external_id: Option<String>,
     pub power_state: Option<String>,
+    pub observed_firmware_version: Option<String>,
+    pub last_seen_at: Option<DateTimeUtc>,
     pub revision: i64,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

@@ -1,6 +1,7 @@
 //! SeaORM entities, one per table, in the shape `sea-orm-cli generate entity` produces.
 
 pub mod bmcs;
+pub mod component_drifts;
 pub mod components;
 pub mod leases;
 pub mod nvl_domains;

@@ -32,6 +32,8 @@ pub struct Ops {
     pub psm: Option<PsmServer>,
     pub client: Client,
     pub task_queue: String,
+    /// The managers the worker and the API's validation use.
+    pub registry: Arc<Registry>,
 }
 
 /// Builds an [`Ops`] and runs a test body beside its worker.
@@ -82,8 +84,6 @@ impl OpsBuilder {
         let db = super::TestDb::new(self.backend).await;
         let cleanup = db.cleanup();
         let engine = Arc::new(TemporalEngine::new(client.clone(), task_queue.clone()));
-        let state = AppState::with_engine(db.db.clone(), Config::default(), engine);
-        let router = flow::api::router(state.clone());
         let sim = Arc::new(SimDevices::new(self.sim));
         let mut registry = Registry::new()
             .with(ComponentType::Compute, sim_set(sim.clone()))
@@ -104,10 +104,13 @@ impl OpsBuilder {
         } else {
             None
         };
+        let registry = Arc::new(registry);
+        let state = AppState::build(db.db.clone(), Config::default(), engine, registry.clone());
+        let router = flow::api::router(state.clone());
         let runtime = Runtime::from_current_tokio(Default::default()).expect("temporal runtime");
         let activities = RackActivities {
             tasks: state.task_service(),
-            registry: Arc::new(registry),
+            registry: registry.clone(),
             clock: state.clock(),
         };
         let mut temporal_worker =
@@ -120,6 +123,7 @@ impl OpsBuilder {
             psm,
             client,
             task_queue,
+            registry,
         };
         let (worker_result, ()) = tokio::join!(temporal_worker.run(), async move {
             body(ops).await;

@@ -33,10 +33,12 @@ pub struct FakeUpdate {
     pub polls: u32,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Shelf {
     psus: Vec<bool>,
     update: Option<FakeUpdate>,
+    /// PMC firmware `GetPowershelves` reports (empty = not reported).
+    firmware: String,
 }
 
 #[derive(Debug, Default)]
@@ -95,9 +97,18 @@ impl PsmServer {
             mac.to_ascii_lowercase(),
             Shelf {
                 psus: vec![false; PSUS_PER_SHELF],
-                update: None,
+                ..Shelf::default()
             },
         );
+    }
+
+    /// Sets the PMC firmware version a registered shelf reports.
+    pub fn set_firmware(&self, mac: &str, version: &str) {
+        self.lock()
+            .shelves
+            .get_mut(&mac.to_ascii_lowercase())
+            .expect("shelf is registered")
+            .firmware = version.to_string();
     }
 
     /// Sets each PSU's power of a registered shelf (for mixed states).

@@ -113,7 +113,7 @@ impl PowershelfManager for Fake {
                     mac.clone(),
                     Shelf {
                         psus: vec![false; PSUS_PER_SHELF],
-                        update: None,
+                        ..Shelf::default()
                     },
                 );
             }
@@ -159,6 +159,7 @@ impl PowershelfManager for Fake {
                 pmc: Some(pb::PowerManagementController {
                     mac_address: mac.clone(),
                     vendor: pb::PmcVendor::PmcTypeLiteon as i32,
+                    firmware_version: shelf.firmware.clone(),
                     ..Default::default()
                 }),
                 chassis: None,

@@ -1,0 +1,79 @@
+//! What the simulator reports of its devices: one answer per batch, faults per device.
+
+use async_trait::async_trait;
+
+use super::{SimDevices, device_entry};
+use crate::components::{Device, DeviceError, Inventory, InventoryReport, Observation};
+use crate::inventory::model::ComponentType;
+
+#[async_trait]
+impl Inventory for SimDevices {
+    async fn observe(
+        &self,
+        kind: ComponentType,
+        devices: &[Device],
+        everything: bool,
+    ) -> Result<InventoryReport, DeviceError> {
+        // One round trip for the batch, as a real manager would answer it.
+        tokio::time::sleep(self.config.latency.min(self.config.call_timeout)).await;
+        let config = &self.config;
+        let mut state = self.lock();
+        let now = std::time::Instant::now() + state.skew;
+        let mut report = InventoryReport::default();
+        for device in devices {
+            let serial = device.serial_number.as_str();
+            if config.slow_serials.contains(serial)
+                && config.latency + config.slow_latency > config.call_timeout
+            {
+                report.failed.insert(
+                    device.component_id,
+                    DeviceError::Unreachable(format!(
+                        "simulated device {serial}: no answer within {:?}",
+                        config.call_timeout
+                    )),
+                );
+                continue;
+            }
+            if config.fail_serials.contains(serial) {
+                report.failed.insert(
+                    device.component_id,
+                    DeviceError::Rejected(format!("simulated device {serial} refuses observe")),
+                );
+                continue;
+            }
+            // The simulated world holds every expected device: one never driven appears now.
+            let d = device_entry(&mut state, device, config.initial_power);
+            report.seen.insert(
+                device.component_id,
+                Observation {
+                    address: device.component_id.to_string(),
+                    external_id: d.external_id.clone(),
+                    serial_number: Some(d.serial.clone()),
+                    model: d.model.clone(),
+                    firmware_version: Some(d.running_firmware(now)),
+                    power: Some(d.power),
+                },
+            );
+        }
+        if everything {
+            let listed: std::collections::HashSet<_> =
+                devices.iter().map(|d| d.component_id).collect();
+            let mut unlisted: Vec<Observation> = state
+                .devices
+                .iter()
+                .filter(|(id, d)| d.kind == kind && !listed.contains(*id))
+                .map(|(id, d)| Observation {
+                    address: id.to_string(),
+                    external_id: d.external_id.clone(),
+                    serial_number: Some(d.serial.clone()),
+                    model: d.model.clone(),
+                    firmware_version: Some(d.running_firmware(now)),
+                    power: Some(d.power),
+                })
+                .collect();
+            unlisted.sort_by(|a, b| a.address.cmp(&b.address));
+            report.unlisted = unlisted;
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,133 @@
+//! The periodic drift sync: observe everything, then in one transaction replace each answering
+//! source's drift, keep a silent source's drift (stale), and record observed values. A database
+//! lease makes it run in one Flow process at a time, however many run the loop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sea_orm::DatabaseConnection;
+
+use super::compare;
+use super::observe::Observer;
+use super::{expected, store};
+use crate::app::Clock;
+use crate::db;
+use crate::error::Result;
+use crate::tasks::lease;
+
+/// The lease every process running the sync competes for.
+pub const LEASE: &str = "drift-sync";
+
+/// What one call of [`DriftSync::run_once`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncRun {
+    /// Another process holds the lease: it syncs, this one does not.
+    Skipped,
+    Ran {
+        /// Sources that answered, and those that did not (their drift was kept, stale).
+        answered: Vec<String>,
+        unreachable: Vec<String>,
+        /// Drift rows written for the sources that answered.
+        drift: usize,
+    },
+}
+
+/// Runs drift syncs against one database with one set of managers.
+pub struct DriftSync {
+    db: DatabaseConnection,
+    observer: Observer,
+    clock: Arc<dyn Clock>,
+    /// How long a holder keeps the lease without renewing it.
+    lease_ttl: Duration,
+}
+
+impl DriftSync {
+    pub fn new(
+        db: DatabaseConnection,
+        observer: Observer,
+        clock: Arc<dyn Clock>,
+        lease_ttl: Duration,
+    ) -> Self {
+        Self {
+            db,
+            observer,
+            clock,
+            lease_ttl,
+        }
+    }
+
+    fn ttl(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.lease_ttl).unwrap_or_else(|_| chrono::Duration::minutes(5))
+    }
+
+    /// One sync, if `holder` gets (or already has) the lease.
+    pub async fn run_once(&self, holder: &str) -> Result<SyncRun> {
+        if !lease::acquire(&self.db, LEASE, holder, self.ttl(), self.clock.now()).await? {
+            return Ok(SyncRun::Skipped);
+        }
+        let devices = expected::all_devices(&self.db).await?;
+        let observed = self.observer.observe(devices, true).await;
+        let now = self.clock.now();
+        let txn = db::begin_write(&self.db).await?;
+        // Renewed inside the write: a holder whose lease lapsed while it observed (and was
+        // taken over) writes nothing, so two processes never both record a cycle.
+        if !lease::acquire(&txn, LEASE, holder, self.ttl(), now).await? {
+            txn.rollback().await?;
+            return Ok(SyncRun::Skipped);
+        }
+        let (mut answered, mut unreachable, mut drift) = (Vec::new(), Vec::new(), 0);
+        for source in &observed.sources {
+            match &source.outcome {
+                Ok(report) => {
+                    let comparison = compare::compare(source.kind, &source.devices, report);
+                    store::replace_source(&txn, &source.source, &comparison.diffs, now).await?;
+                    store::record_sightings(&txn, &comparison.sightings, now).await?;
+                    drift += comparison.diffs.len();
+                    answered.push(source.source.clone());
+                }
+                Err(error) => {
+                    tracing::warn!(source = %source.source, %error, "drift sync: source did not answer; keeping its previous drift");
+                    store::mark_unreachable(
+                        &txn,
+                        &source.source,
+                        source.kind,
+                        &error.to_string(),
+                        now,
+                    )
+                    .await?;
+                    unreachable.push(source.source.clone());
+                }
+            }
+        }
+        store::keep_only_sources(&txn, &self.observer.sources()).await?;
+        txn.commit().await?;
+        Ok(SyncRun::Ran {
+            answered,
+            unreachable,
+            drift,
+        })
+    }
+
+    /// Gives the lease up (shutdown), so another process takes over at its next tick.
+    pub async fn release(&self, holder: &str) -> Result<()> {
+        lease::release(&self.db, LEASE, holder).await
+    }
+}
+
+/// Syncs every `interval` until the process ends; errors are logged and retried next tick.
+pub async fn sync_loop(sync: Arc<DriftSync>, holder: String, interval: Duration) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        ticker.tick().await;
+        match sync.run_once(&holder).await {
+            Ok(SyncRun::Ran {
+                answered,
+                unreachable,
+                drift,
+            }) => tracing::info!(?answered, ?unreachable, drift, "drift sync done"),
+            Ok(SyncRun::Skipped) => {}
+            Err(e) => tracing::warn!(error = %e, "drift sync failed; retrying next tick"),
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! Live validation: compare expected devices with what their managers report right now. Reads
+//! only; the periodic sync is what records drift and observed values.
+
+use sea_orm::ConnectionTrait;
+use uuid::Uuid;
+
+use super::compare::{self, Comparison};
+use super::observe::{Observed, Observer};
+use super::{Diff, Summary, Validation, expected};
+use crate::error::Result;
+use crate::operations::model::TargetSpec;
+
+/// Validates the given targets, or everything (including devices Flow does not know about)
+/// when there are none.
+pub async fn validate(
+    db: &impl ConnectionTrait,
+    observer: &Observer,
+    targets: Option<&TargetSpec>,
+) -> Result<Validation> {
+    let (devices, everything) = match targets {
+        Some(targets) => (expected::target_devices(db, targets).await?, false),
+        None => (expected::all_devices(db).await?, true),
+    };
+    Ok(assemble(&observer.observe(devices, everything).await))
+}
+
+/// Validates one rack's devices (404 when the rack does not exist).
+pub async fn validate_rack(
+    db: &impl ConnectionTrait,
+    observer: &Observer,
+    rack_id: Uuid,
+) -> Result<Validation> {
+    let devices = expected::rack_devices(db, rack_id).await?;
+    Ok(assemble(&observer.observe(devices, false).await))
+}
+
+/// Compares every source's answer; a source that did not answer makes its devices unreachable.
+pub fn assemble(observed: &Observed) -> Validation {
+    let mut validation = Validation {
+        summary: Summary {
+            unchecked: observed.unchecked.len() as u64,
+            ..Summary::default()
+        },
+        diffs: Vec::new(),
+    };
+    for source in &observed.sources {
+        let diffs: Vec<Diff> = match &source.outcome {
+            Ok(report) => {
+                let Comparison { matched, diffs, .. } =
+                    compare::compare(source.kind, &source.devices, report);
+                validation.summary.matched += matched;
+                diffs
+            }
+            Err(error) => compare::unreachable(&source.devices, error),
+        };
+        for diff in diffs {
+            validation.summary.count(diff.kind);
+            validation.diffs.push(diff);
+        }
+    }
+    validation
+}

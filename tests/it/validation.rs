@@ -1,0 +1,570 @@
+//! Expected vs actual: live validation, the drift sync and its records, against the fake PSM
+//! (power shelves) and simulated devices (switches and compute trays), on both backends.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use flow::app::{AppState, SystemClock};
+use flow::components::providers::{PsmManager, PsmSettings, SimConfig, SimDevices};
+use flow::components::registry::{Registry, psm_set, sim_set};
+use flow::config::Config;
+use flow::drift::observe::Observer;
+use flow::drift::sync::{DriftSync, SyncRun};
+use flow::inventory::model::ComponentType;
+use flow::tasks::engine::DisabledEngine;
+use serde_json::{Value, json};
+
+use crate::ops_on_both_backends;
+use crate::support::fixtures::{gb200_rack, mac};
+use crate::support::ops::{Ops, OpsBuilder};
+use crate::support::psm::PsmServer;
+use crate::support::{Backend, TestApp, TestDb};
+
+/// A shelf PSM has that no rack expects.
+const STRAY: &str = "02:00:00:09:00:01";
+/// Deadline of one manager's report in these tests: short, so a stalled PSM fails fast.
+const OBSERVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The API over a private database, with power shelves on the fake PSM and the other driven
+/// types on the simulator.
+struct Harness {
+    app: TestApp,
+    psm: PsmServer,
+    registry: Arc<Registry>,
+}
+
+impl Harness {
+    async fn start(backend: Backend) -> Self {
+        let db = TestDb::new(backend).await;
+        let psm = PsmServer::start().await;
+        let sim = Arc::new(SimDevices::new(SimConfig::default()));
+        let settings = PsmSettings {
+            url: psm.url.clone(),
+            timeout: Duration::from_secs(5),
+            pmc_credentials: None,
+        };
+        let registry = Arc::new(
+            Registry::new()
+                .with(ComponentType::Compute, sim_set(sim.clone()))
+                .with(ComponentType::NvSwitch, sim_set(sim))
+                .with(
+                    ComponentType::PowerShelf,
+                    psm_set(PsmManager::new(&settings).unwrap()),
+                ),
+        );
+        let config = Config {
+            observe_timeout_secs: OBSERVE_TIMEOUT.as_secs(),
+            ..Config::default()
+        };
+        let state = AppState::build(
+            db.db.clone(),
+            config,
+            Arc::new(DisabledEngine),
+            registry.clone(),
+        );
+        let app = TestApp {
+            router: flow::api::router(state),
+            db,
+        };
+        Self { app, psm, registry }
+    }
+
+    /// A drift-sync runner, as one Flow process would have it.
+    fn sync(&self) -> DriftSync {
+        DriftSync::new(
+            self.app.db.db.clone(),
+            Observer::new(self.registry.clone(), OBSERVE_TIMEOUT),
+            Arc::new(SystemClock),
+            Duration::from_secs(120),
+        )
+    }
+
+    /// Rack 1 (2 compute trays, 2 switches, 2 shelves expecting PMC firmware 1.2.0). PSM has
+    /// the first shelf on firmware 1.1.9, not the second, and a stray shelf. Returns the rack.
+    async fn drifted_rack(&self) -> Value {
+        let mut body = gb200_rack(1, 2);
+        for shelf in [4, 5] {
+            body["components"][shelf]["firmware_version"] = json!("1.2.0");
+        }
+        let rack = self.app.create_rack(&body).await;
+        self.psm.add_shelf(&mac(1, 5, 0));
+        self.psm.set_firmware(&mac(1, 5, 0), "1.1.9");
+        self.psm.add_shelf(STRAY);
+        rack
+    }
+}
+
+macro_rules! on_both_backends_with_managers {
+    ($($name:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let h = super::Harness::start($crate::support::Backend::Postgres).await;
+                    let cleanup = h.app.db.cleanup();
+                    super::$name(h).await;
+                    cleanup.run().await;
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Harness::start($crate::support::Backend::Sqlite).await).await
+                }
+            )*
+        }
+    };
+}
+
+mod managed {
+    use super::*;
+    on_both_backends_with_managers!(
+        validation_reports_missing_unexpected_and_mismatched_firmware,
+        a_manager_that_does_not_answer_is_unreachable_not_missing_and_its_drift_is_kept_stale,
+        drift_sync_records_drift_and_observed_fields_without_touching_expected_data,
+        two_processes_syncing_at_once_write_once,
+        bad_validation_input_is_refused_naming_the_field,
+        flow_rack_validate_prints_the_differences_and_exits_1,
+    );
+}
+
+mod operated {
+    use super::*;
+    ops_on_both_backends!(
+        a_sync_after_a_power_off_operation_observes_the_power_off: |b: OpsBuilder| b.with_psm(),
+    );
+}
+
+fn component_id(rack: &Value, name: &str) -> String {
+    rack["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("{name} in {rack}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn diffs_of<'a>(body: &'a Value, kind: &str) -> Vec<&'a Value> {
+    body["diffs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == kind)
+        .collect()
+}
+
+async fn validation_reports_missing_unexpected_and_mismatched_firmware(h: Harness) {
+    let rack = h.drifted_rack().await;
+    let rack_id = rack["id"].as_str().unwrap();
+    let (pwr0, pwr1) = (
+        component_id(&rack, "r0001-pwr0"),
+        component_id(&rack, "r0001-pwr1"),
+    );
+
+    // Everything: no body at all.
+    let r = h.app.post_empty("/v1/validation").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.body["summary"],
+        json!({"match": 4, "missing": 1, "unexpected": 1, "mismatch": 1, "unreachable": 0, "unchecked": 0}),
+        "{}",
+        r.text
+    );
+    let missing = diffs_of(&r.body, "missing");
+    assert_eq!(missing[0]["component_id"], pwr1.as_str());
+    assert_eq!(missing[0]["type"], "powershelf");
+    assert_eq!(missing[0]["rack_id"], rack_id);
+    let mismatch = diffs_of(&r.body, "mismatch");
+    assert_eq!(mismatch[0]["component_id"], pwr0.as_str());
+    assert_eq!(mismatch[0]["external_id"], mac(1, 5, 0));
+    assert_eq!(
+        mismatch[0]["fields"],
+        json!([{"field": "firmware_version", "expected": "1.2.0", "actual": "1.1.9"}])
+    );
+    let unexpected = diffs_of(&r.body, "unexpected");
+    assert_eq!(unexpected[0]["external_id"], STRAY);
+    assert!(unexpected[0].get("component_id").is_none());
+    // One batched call per manager: PSM was asked once, for every shelf.
+    let asked: Vec<_> = h
+        .psm
+        .calls()
+        .into_iter()
+        .filter(|c| c.rpc == "GetPowershelves")
+        .collect();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].macs.is_empty(),
+        "everything: PSM lists all shelves"
+    );
+
+    // The rack alone: the same, except that a stray shelf belongs to no rack.
+    let r = h.app.get(&format!("/v1/racks/{rack_id}/validation")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.body["summary"],
+        json!({"match": 4, "missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "unchecked": 0})
+    );
+    // A target spec narrows it to the power shelves.
+    let r = h
+        .app
+        .post(
+            "/v1/validation",
+            &json!({"target_spec": {"racks": [{"name": "rack-0001", "component_types": ["powershelf"]}]}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["summary"]["match"], 0);
+    assert_eq!(r.body["summary"]["missing"], 1);
+    assert_eq!(r.body["summary"]["mismatch"], 1);
+    // Validation reads only: nothing was recorded.
+    assert_eq!(h.app.count_rows("component_drifts").await, 0);
+}
+
+async fn a_manager_that_does_not_answer_is_unreachable_not_missing_and_its_drift_is_kept_stale(
+    h: Harness,
+) {
+    let rack = h.drifted_rack().await;
+    let rack_id = rack["id"].as_str().unwrap();
+    let sync = h.sync();
+    assert!(matches!(
+        sync.run_once("a").await.unwrap(),
+        SyncRun::Ran { .. }
+    ));
+    let before = h.app.get("/v1/drift?type=powershelf").await;
+    assert_eq!(before.body["total"], 3, "{}", before.text);
+
+    h.psm.stall();
+    let r = h.app.post_empty("/v1/validation").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.body["summary"],
+        json!({"match": 4, "missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 2, "unchecked": 0}),
+        "{}",
+        r.text
+    );
+    for d in diffs_of(&r.body, "unreachable") {
+        assert_eq!(d["type"], "powershelf");
+        assert!(d["message"].as_str().unwrap().contains("no answer"), "{d}");
+    }
+
+    // The sync keeps what PSM said last time, marked stale, and says why.
+    match sync.run_once("a").await.unwrap() {
+        SyncRun::Ran {
+            unreachable,
+            answered,
+            ..
+        } => {
+            assert_eq!(unreachable, ["powershelf/psm"]);
+            assert_eq!(answered, ["compute/sim", "nvswitch/sim"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let after = h.app.get("/v1/drift?type=powershelf").await;
+    assert_eq!(after.body["total"], 4, "{}", after.text);
+    let items = after.body["items"].as_array().unwrap();
+    let kept: Vec<_> = items
+        .iter()
+        .filter(|d| d["kind"] != "unreachable")
+        .collect();
+    assert_eq!(kept.len(), 3);
+    assert!(kept.iter().all(|d| d["stale"] == true), "{}", after.text);
+    for old in before.body["items"].as_array().unwrap() {
+        assert!(kept.iter().any(|d| d["id"] == old["id"]), "{old} kept");
+    }
+    let outage: Vec<_> = items
+        .iter()
+        .filter(|d| d["kind"] == "unreachable")
+        .collect();
+    assert_eq!(outage.len(), 1);
+    assert!(outage[0]["message"].as_str().unwrap().contains("no answer"));
+    let rack = h.app.get(&format!("/v1/racks/{rack_id}")).await;
+    assert_eq!(
+        rack.body["drift"],
+        json!({"missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "stale": 2})
+    );
+
+    // Back: the source's drift is replaced and fresh again.
+    h.psm.resume();
+    sync.run_once("a").await.unwrap();
+    let healed = h.app.get("/v1/drift?type=powershelf").await;
+    assert_eq!(healed.body["total"], 3, "{}", healed.text);
+    assert!(
+        healed.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["stale"] == false && d["kind"] != "unreachable")
+    );
+}
+
+async fn drift_sync_records_drift_and_observed_fields_without_touching_expected_data(h: Harness) {
+    let rack = h.drifted_rack().await;
+    let rack_id = rack["id"].as_str().unwrap();
+    let pwr0 = component_id(&rack, "r0001-pwr0");
+    assert_eq!(
+        rack["drift"],
+        json!({"missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 0, "stale": 0})
+    );
+    let sync = h.sync();
+    match sync.run_once("a").await.unwrap() {
+        SyncRun::Ran {
+            drift, unreachable, ..
+        } => {
+            assert_eq!(drift, 3);
+            assert!(unreachable.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let all = h.app.get("/v1/drift").await;
+    assert_eq!(all.status, 200, "{}", all.text);
+    assert_eq!(all.body["total"], 3);
+    let by_rack = h.app.get("/v1/drift?rack=rack-0001").await;
+    assert_eq!(by_rack.body["total"], 2, "the stray shelf is in no rack");
+    let by_id = h
+        .app
+        .get(&format!("/v1/drift?rack={rack_id}&kind=mismatch"))
+        .await;
+    assert_eq!(by_id.body["total"], 1);
+    let d = &by_id.body["items"][0];
+    assert_eq!(d["source"], "powershelf/psm");
+    assert_eq!(d["component_id"], pwr0.as_str());
+    assert_eq!(d["fields"][0]["actual"], "1.1.9");
+    assert_eq!(d["stale"], false);
+    let unexpected = h.app.get("/v1/drift?kind=unexpected&type=powershelf").await;
+    assert_eq!(unexpected.body["items"][0]["address"], STRAY);
+    assert_eq!(h.app.get("/v1/drift?type=compute").await.body["total"], 0);
+    let paged = h.app.get("/v1/drift?limit=2").await;
+    assert_eq!(paged.body["items"].as_array().unwrap().len(), 2);
+    let next = paged.body["next_cursor"].as_str().unwrap();
+    let rest = h.app.get(&format!("/v1/drift?limit=2&cursor={next}")).await;
+    assert_eq!(rest.body["items"].as_array().unwrap().len(), 1);
+
+    // The rack shows its drift; lists do too.
+    let r = h.app.get(&format!("/v1/racks/{rack_id}")).await;
+    assert_eq!(
+        r.body["drift"],
+        json!({"missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "stale": 0})
+    );
+    assert_eq!(
+        r.header("etag"),
+        Some("\"1\""),
+        "observations do not bump the revision"
+    );
+    let listed = h.app.get("/v1/racks").await;
+    assert_eq!(listed.body["items"][0]["drift"]["mismatch"], 1);
+
+    // Observed values went to their own columns; what the operator wrote is untouched.
+    let c = h.app.get(&format!("/v1/components/{pwr0}")).await;
+    assert_eq!(c.status, 200, "{}", c.text);
+    let c = &c.body["component"];
+    assert_eq!(c["firmware_version"], "1.2.0");
+    assert_eq!(c["observed_firmware_version"], "1.1.9");
+    assert_eq!(c["external_id"], mac(1, 5, 0));
+    assert_eq!(c["power_state"], "off");
+    assert!(c["last_seen_at"].is_string(), "{c}");
+    assert_eq!(c["revision"], 1);
+    let missing = h
+        .app
+        .get(&format!(
+            "/v1/components/{}",
+            component_id(&rack, "r0001-pwr1")
+        ))
+        .await;
+    assert!(missing.body["component"]["last_seen_at"].is_null());
+    let tray = h
+        .app
+        .get(&format!(
+            "/v1/components/{}",
+            component_id(&rack, "r0001-gpu00")
+        ))
+        .await;
+    assert_eq!(tray.body["component"]["power_state"], "off");
+
+    // Fixed at the source: the next sync clears the mismatch but keeps the still-missing shelf.
+    h.psm.set_firmware(&mac(1, 5, 0), "1.2.0");
+    let first_missing = h.app.get("/v1/drift?kind=missing").await.body["items"][0].clone();
+    sync.run_once("a").await.unwrap();
+    let r = h.app.get(&format!("/v1/racks/{rack_id}")).await;
+    assert_eq!(r.body["drift"]["mismatch"], 0);
+    let still = h.app.get("/v1/drift?kind=missing").await.body["items"][0].clone();
+    assert_eq!(
+        still["since"], first_missing["since"],
+        "a persisting drift keeps its since"
+    );
+}
+
+async fn two_processes_syncing_at_once_write_once(h: Harness) {
+    h.drifted_rack().await;
+    let (a, b) = (h.sync(), h.sync());
+    let (ra, rb) = tokio::join!(a.run_once("process-a"), b.run_once("process-b"));
+    let runs = [ra.unwrap(), rb.unwrap()];
+    let ran = runs
+        .iter()
+        .filter(|r| matches!(r, SyncRun::Ran { .. }))
+        .count();
+    assert_eq!(ran, 1, "exactly one process syncs: {runs:?}");
+    assert!(runs.contains(&SyncRun::Skipped));
+    assert_eq!(h.app.count_rows("component_drifts").await, 3);
+    let asked = h
+        .psm
+        .calls()
+        .into_iter()
+        .filter(|c| c.rpc == "GetPowershelves")
+        .count();
+    assert_eq!(asked, 1, "the skipped process did not even ask");
+    // The holder keeps the lease; the other keeps being skipped until it lapses or is given up.
+    let winner = if matches!(runs[0], SyncRun::Ran { .. }) {
+        "process-a"
+    } else {
+        "process-b"
+    };
+    let loser = if winner == "process-a" {
+        "process-b"
+    } else {
+        "process-a"
+    };
+    assert_eq!(b.run_once(loser).await.unwrap(), SyncRun::Skipped);
+    assert!(matches!(
+        a.run_once(winner).await.unwrap(),
+        SyncRun::Ran { .. }
+    ));
+    a.release(winner).await.unwrap();
+    assert!(matches!(
+        b.run_once(loser).await.unwrap(),
+        SyncRun::Ran { .. }
+    ));
+    assert_eq!(h.app.count_rows("component_drifts").await, 3);
+}
+
+async fn bad_validation_input_is_refused_naming_the_field(h: Harness) {
+    h.drifted_rack().await;
+    let r = h
+        .app
+        .post(
+            "/v1/validation",
+            &json!({"target_spec": {"racks": [{"name": "nope"}]}}),
+        )
+        .await;
+    r.assert_problem(400, "invalid_input");
+    assert_eq!(r.error_fields(), ["target_spec.racks[0]"]);
+    let r = h
+        .app
+        .post("/v1/validation", &json!({"target_spec": {"racks": []}}))
+        .await;
+    r.assert_problem(400, "invalid_input");
+    assert_eq!(r.error_fields(), ["target_spec.racks"]);
+    let r = h.app.post("/v1/validation", &json!({"targets": {}})).await;
+    r.assert_problem(400, "invalid_input");
+    let r = h
+        .app
+        .get("/v1/racks/0192f3a0-0000-7000-8000-000000000001/validation")
+        .await;
+    r.assert_problem(404, "not_found");
+    let r = h.app.get("/v1/racks/nope/validation").await;
+    r.assert_problem(400, "invalid_input");
+    let r = h.app.get("/v1/drift?kind=gone").await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    let r = h.app.get("/v1/drift?type=gpu").await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    let r = h.app.get("/v1/drift?rack=nope").await;
+    r.assert_problem(404, "not_found");
+    let r = h.app.post("/v1/validation", &json!({})).await;
+    assert_eq!(
+        r.status, 200,
+        "an empty object validates everything: {}",
+        r.text
+    );
+    assert_eq!(h.app.count_rows("component_drifts").await, 0);
+}
+
+async fn flow_rack_validate_prints_the_differences_and_exits_1(h: Harness) {
+    h.drifted_rack().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let router = h.app.router.clone();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let run = |args: &'static [&'static str]| {
+        let url = url.clone();
+        async move {
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_flow"))
+                .args(args)
+                .env("FLOW_URL", url)
+                .env_remove("FLOW_TOKEN")
+                .output()
+                .await
+                .expect("run flow")
+        }
+    };
+    let table = run(&["rack", "validate", "rack-0001"]).await;
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    assert_eq!(table.status.code(), Some(1), "differences exit 1: {stdout}");
+    assert!(stdout.contains("mismatch"), "{stdout}");
+    assert!(
+        stdout.contains("firmware_version: 1.2.0 != 1.1.9"),
+        "{stdout}"
+    );
+    let json = run(&["-o", "json", "rack", "validate", "rack-0001"]).await;
+    let body: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(body["summary"]["missing"], 1);
+    h.psm.add_shelf(&mac(1, 6, 0));
+    h.psm.set_firmware(&mac(1, 5, 0), "1.2.0");
+    let clean = run(&["rack", "validate", "rack-0001"]).await;
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stdout)
+    );
+    let unknown = run(&["rack", "validate", "rack-9999"]).await;
+    assert_ne!(unknown.status.code(), Some(0));
+}
+
+async fn a_sync_after_a_power_off_operation_observes_the_power_off(ops: Ops) {
+    let rack = ops.app.create_rack(&gb200_rack(1, 2)).await;
+    let psm = ops.psm.as_ref().unwrap();
+    for idx in [5, 6] {
+        psm.add_shelf(&mac(1, idx, 0));
+    }
+    let sync = DriftSync::new(
+        ops.app.db.db.clone(),
+        Observer::new(ops.registry.clone(), OBSERVE_TIMEOUT),
+        Arc::new(SystemClock),
+        Duration::from_secs(120),
+    );
+    let power_of = |name: &'static str| {
+        let id = component_id(&rack, name);
+        let app = &ops.app;
+        async move {
+            app.get(&format!("/v1/components/{id}")).await.body["component"]["power_state"].clone()
+        }
+    };
+    let target = json!({"target_spec": {"racks": [{"name": "rack-0001"}]}});
+    for (operation, state) in [("power-on", "on"), ("power-off", "off")] {
+        let r = ops.operate(operation, &target).await;
+        assert_eq!(r.status, 202, "{}", r.text);
+        let id = r.body["task_ids"][0].as_str().unwrap().to_string();
+        let task = ops.wait_end(&id).await;
+        assert_eq!(task["status"], "succeeded", "{task}");
+        assert!(matches!(
+            sync.run_once("test").await.unwrap(),
+            SyncRun::Ran { .. }
+        ));
+        for name in ["r0001-pwr0", "r0001-pwr1", "r0001-nvsw0", "r0001-gpu01"] {
+            assert_eq!(power_of(name).await, state, "{name} after {operation}");
+        }
+    }
+    let r = ops
+        .app
+        .get(&format!("/v1/racks/{}", rack["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(
+        r.body["drift"],
+        json!({"missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 0, "stale": 0})
+    );
+}
