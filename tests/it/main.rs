@@ -16,6 +16,7 @@ mod dev;
 mod durability;
 mod migrations;
 mod operations;
+mod rules;
 mod service;
 mod tasks;
 mod validation;
