@@ -21,6 +21,7 @@ pub mod dev;
 pub mod error;
 pub mod inventory;
 pub mod operations;
+pub mod schedules;
 pub mod service;
 pub mod tasks;
 pub mod telemetry;

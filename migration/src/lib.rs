@@ -4,6 +4,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20260101_000001_create_inventory;
 mod m20260201_000002_create_tasks;
+mod m20261201_000004_create_schedules;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -15,6 +16,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20260101_000001_create_inventory::Migration),
             Box::new(m20260201_000002_create_tasks::Migration),
+            Box::new(m20261201_000004_create_schedules::Migration),
         ]
     }
 }

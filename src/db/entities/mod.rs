@@ -7,4 +7,7 @@ pub mod nvl_domains;
 pub mod operation_requests;
 pub mod racks;
 pub mod task_steps;
+pub mod task_schedule_runs;
+pub mod task_schedule_scopes;
+pub mod task_schedules;
 pub mod tasks;
