@@ -125,11 +125,7 @@ impl MigrationTrait for Migration {
                         .json_binary()
                         .not_null(),
                 )
-                .col(
-                    ColumnDef::new(TaskScheduleScopes::LastTaskId)
-                        .uuid()
-                        .null(),
-                )
+                .col(ColumnDef::new(TaskScheduleScopes::LastTaskId).uuid().null())
                 .col(timestamp(TaskScheduleScopes::CreatedAt).not_null())
                 .foreign_key(
                     ForeignKey::create()

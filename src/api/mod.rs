@@ -7,6 +7,7 @@ pub mod openapi;
 pub mod operations;
 pub mod problem;
 pub mod racks;
+pub mod schedules;
 pub mod schema;
 pub mod system;
 pub mod tasks;
@@ -37,6 +38,7 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(nvl_domains::routes())
         .merge(operations::routes())
         .merge(tasks::routes())
+        .merge(schedules::routes())
         .merge(system::routes())
 }
 

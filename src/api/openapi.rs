@@ -7,6 +7,7 @@ pub const COMPONENTS: &str = "components";
 pub const NVL_DOMAINS: &str = "nvl-domains";
 pub const OPERATIONS: &str = "operations";
 pub const TASKS: &str = "tasks";
+pub const SCHEDULES: &str = "task-schedules";
 pub const SYSTEM: &str = "system";
 
 #[derive(OpenApi)]
@@ -26,6 +27,7 @@ and rack-level operations on them. Errors are RFC 9457 `application/problem+json
         (name = NVL_DOMAINS, description = "NVLink domains and the racks they join"),
         (name = OPERATIONS, description = "Power, firmware, bring-up and ingest: one task per rack, run as a durable workflow"),
         (name = TASKS, description = "Tasks, their per-component reports, cancellation and live events"),
+        (name = SCHEDULES, description = "Recurring and one-time operations on racks: timers, scope, runs and conflict advice"),
         (name = SYSTEM, description = "Version, liveness and readiness"),
     )
 )]

@@ -16,7 +16,11 @@ fn covered(types: &[ComponentType]) -> Vec<ComponentType> {
     if types.is_empty() {
         DRIVEN_TYPES.to_vec()
     } else {
-        types.iter().copied().filter(|t| DRIVEN_TYPES.contains(t)).collect()
+        types
+            .iter()
+            .copied()
+            .filter(|t| DRIVEN_TYPES.contains(t))
+            .collect()
     }
 }
 
@@ -105,10 +109,16 @@ mod tests {
             end_time: None,
         };
         assert!(overlaps(&Operation::BringUp, &[Compute], &fw, &[NvSwitch]));
-        assert!(overlaps(&on, &[], &fw, &[NvSwitch]), "shelf power takes the rack");
+        assert!(
+            overlaps(&on, &[], &fw, &[NvSwitch]),
+            "shelf power takes the rack"
+        );
         assert!(overlaps(&on, &[Compute], &fw, &[Compute]));
         assert!(!overlaps(&on, &[Compute], &fw, &[NvSwitch]));
         assert!(!overlaps(&fw, &[PowerShelf], &fw, &[Compute]));
-        assert!(!overlaps(&on, &[Cdu], &on, &[Cdu]), "nothing driven, nothing shared");
+        assert!(
+            !overlaps(&on, &[Cdu], &on, &[Cdu]),
+            "nothing driven, nothing shared"
+        );
     }
 }

@@ -59,7 +59,10 @@ impl ScheduleService {
         if next.next_run_at.is_none() {
             next.enabled = false;
         }
-        let Some(run) = self.claim(schedule, next, RunTrigger::Schedule, now).await? else {
+        let Some(run) = self
+            .claim(schedule, next, RunTrigger::Schedule, now)
+            .await?
+        else {
             return Ok(false);
         };
         let run = self.submit_run(schedule, run).await?;
@@ -71,7 +74,15 @@ impl ScheduleService {
     /// the recovery lease. The runs' idempotency keys keep already created tasks from doubling.
     pub async fn recover(&self, holder: &str) -> Result<usize> {
         let now = self.clock.now();
-        if !lease::acquire(&self.db, RECOVERY_LEASE, holder, chrono::Duration::seconds(60), now).await? {
+        if !lease::acquire(
+            &self.db,
+            RECOVERY_LEASE,
+            holder,
+            chrono::Duration::seconds(60),
+            now,
+        )
+        .await?
+        {
             return Ok(0);
         }
         let mut finished = 0;

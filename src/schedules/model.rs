@@ -175,10 +175,16 @@ impl RunTrigger {
 pub enum RackOutcome {
     /// Claimed but not submitted yet (the fire is in progress).
     Pending,
-    Created { task_id: Uuid },
+    Created {
+        task_id: Uuid,
+    },
     /// Left out: the rack is busy (overlap policy `skip`).
-    Skipped { reason: String },
-    Failed { error: String },
+    Skipped {
+        reason: String,
+    },
+    Failed {
+        error: String,
+    },
 }
 
 /// One rack's line in a run.

@@ -131,9 +131,13 @@ impl ScheduleService {
         let template = validate_template(&new.template, new.overlap);
         let racks = self.resolve_racks(&new.scope).await;
         let mut errors = Vec::new();
-        for result in [timer.as_ref().err(), template.as_ref().err(), racks.as_ref().err()]
-            .into_iter()
-            .flatten()
+        for result in [
+            timer.as_ref().err(),
+            template.as_ref().err(),
+            racks.as_ref().err(),
+        ]
+        .into_iter()
+        .flatten()
         {
             match result {
                 Error::Invalid(e) => errors.extend(e.iter().cloned()),
@@ -297,7 +301,8 @@ impl ScheduleService {
                 }
                 Some(scope) => {
                     let mut merged = scope.clone();
-                    merged.component_types = if scope.component_types.is_empty() || types.is_empty() {
+                    merged.component_types = if scope.component_types.is_empty() || types.is_empty()
+                    {
                         Vec::new()
                     } else {
                         let mut all = [scope.component_types.clone(), types].concat();
@@ -444,16 +449,13 @@ impl ScheduleService {
                         error: "no task was created".into(),
                     },
                 },
-                Err(Error::Conflict { code: "rack_busy", errors, message })
-                    if schedule.overlap == OverlapPolicy::Skip =>
-                {
-                    RackOutcome::Skipped {
-                        reason: errors
-                            .first()
-                            .map(|e| e.message.clone())
-                            .unwrap_or(message),
-                    }
-                }
+                Err(Error::Conflict {
+                    code: "rack_busy",
+                    errors,
+                    message,
+                }) if schedule.overlap == OverlapPolicy::Skip => RackOutcome::Skipped {
+                    reason: errors.first().map(|e| e.message.clone()).unwrap_or(message),
+                },
                 Err(e @ (Error::Db(_) | Error::Unavailable { .. })) => {
                     // Leave the rack pending: the run is finished later by recovery.
                     tracing::warn!(schedule = %schedule.id, rack = %result.rack_id, error = %e, "scheduled submission failed; will retry");
@@ -464,7 +466,10 @@ impl ScheduleService {
                 },
             };
         }
-        run.done = run.results.iter().all(|r| r.outcome != RackOutcome::Pending);
+        run.done = run
+            .results
+            .iter()
+            .all(|r| r.outcome != RackOutcome::Pending);
         if run.done {
             run.finished_at = Some(self.clock.now());
         }

@@ -12,8 +12,8 @@ use super::model::{
     OperationTemplate, OverlapPolicy, RackResult, Run, RunTrigger, Schedule, Scope, SpecKind,
     TimerSpec,
 };
-use crate::db::entities::{task_schedule_runs as runs, task_schedule_scopes as scopes};
 use crate::db::entities::task_schedules as schedules;
+use crate::db::entities::{task_schedule_runs as runs, task_schedule_scopes as scopes};
 use crate::error::{Error, Result};
 use crate::inventory::query::{Cursor, Page, PageRequest};
 
@@ -26,7 +26,8 @@ fn json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
 }
 
 fn from_row(row: schedules::Model) -> Result<Schedule> {
-    let kind = SpecKind::parse(&row.spec_type).ok_or_else(|| corrupt("spec type", row.id, &row.spec_type))?;
+    let kind = SpecKind::parse(&row.spec_type)
+        .ok_or_else(|| corrupt("spec type", row.id, &row.spec_type))?;
     let template: OperationTemplate =
         serde_json::from_value(row.operation).map_err(|e| corrupt("operation", row.id, e))?;
     let overlap = OverlapPolicy::parse(&row.overlap_policy)
@@ -176,7 +177,11 @@ pub async fn list(
 }
 
 /// Enabled schedules whose next fire is at or before `now`, most overdue first.
-pub async fn due(db: &impl ConnectionTrait, now: DateTime<Utc>, limit: u64) -> Result<Vec<Schedule>> {
+pub async fn due(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<Schedule>> {
     schedules::Entity::find()
         .filter(schedules::Column::Enabled.eq(true))
         .filter(schedules::Column::NextRunAt.lte(now))
@@ -190,7 +195,10 @@ pub async fn due(db: &impl ConnectionTrait, now: DateTime<Utc>, limit: u64) -> R
 }
 
 /// Every schedule with a scope on one of `racks`, with its scopes on them.
-pub async fn on_racks(db: &impl ConnectionTrait, racks: &[Uuid]) -> Result<Vec<(Schedule, Vec<Scope>)>> {
+pub async fn on_racks(
+    db: &impl ConnectionTrait,
+    racks: &[Uuid],
+) -> Result<Vec<(Schedule, Vec<Scope>)>> {
     let rows = scopes::Entity::find()
         .filter(scopes::Column::RackId.is_in(racks.iter().copied()))
         .order_by_asc(scopes::Column::CreatedAt)
@@ -248,7 +256,10 @@ pub async fn insert_scope(db: &impl ConnectionTrait, s: &Scope) -> Result<()> {
 
 pub async fn set_scope_types(db: &impl ConnectionTrait, s: &Scope) -> Result<()> {
     scopes::Entity::update_many()
-        .col_expr(scopes::Column::ComponentTypes, Expr::value(json(&s.component_types)?))
+        .col_expr(
+            scopes::Column::ComponentTypes,
+            Expr::value(json(&s.component_types)?),
+        )
         .filter(scopes::Column::Id.eq(s.id))
         .exec(db)
         .await?;
@@ -261,7 +272,12 @@ pub async fn delete_scope(db: &impl ConnectionTrait, id: Uuid) -> Result<()> {
 }
 
 /// Remembers the task a fire created on a scope's rack, for the next overlap check.
-pub async fn set_last_task(db: &impl ConnectionTrait, schedule_id: Uuid, rack_id: Uuid, task: Uuid) -> Result<()> {
+pub async fn set_last_task(
+    db: &impl ConnectionTrait,
+    schedule_id: Uuid,
+    rack_id: Uuid,
+    task: Uuid,
+) -> Result<()> {
     scopes::Entity::update_many()
         .col_expr(scopes::Column::LastTaskId, Expr::value(task))
         .filter(scopes::Column::ScheduleId.eq(schedule_id))

@@ -113,7 +113,10 @@ impl Timer {
                 match parser.parse(raw) {
                     Ok(cron) => zone.map(|z| Self::Cron(Box::new(cron), z)),
                     Err(e) => {
-                        v.push("spec.spec", format!("not a five-field cron expression: {e}"));
+                        v.push(
+                            "spec.spec",
+                            format!("not a five-field cron expression: {e}"),
+                        );
                         None
                     }
                 }
@@ -192,14 +195,32 @@ mod tests {
             Err(crate::error::Error::Invalid(e)) => e[0].field.clone(),
             other => panic!("{other:?}"),
         };
-        assert_eq!(field(spec(SpecKind::Cron, "61 * * * *", "UTC")), "spec.spec");
-        assert_eq!(field(spec(SpecKind::Cron, "0 0 * * * *", "UTC")), "spec.spec");
-        assert_eq!(field(spec(SpecKind::Cron, "0 3 * * *", "PST")), "spec.timezone");
-        assert_eq!(field(spec(SpecKind::Cron, "0 3 * * *", "Mars/Olympus")), "spec.timezone");
+        assert_eq!(
+            field(spec(SpecKind::Cron, "61 * * * *", "UTC")),
+            "spec.spec"
+        );
+        assert_eq!(
+            field(spec(SpecKind::Cron, "0 0 * * * *", "UTC")),
+            "spec.spec"
+        );
+        assert_eq!(
+            field(spec(SpecKind::Cron, "0 3 * * *", "PST")),
+            "spec.timezone"
+        );
+        assert_eq!(
+            field(spec(SpecKind::Cron, "0 3 * * *", "Mars/Olympus")),
+            "spec.timezone"
+        );
         assert_eq!(field(spec(SpecKind::Interval, "1s", "UTC")), "spec.spec");
         assert_eq!(field(spec(SpecKind::Interval, "soon", "UTC")), "spec.spec");
-        assert_eq!(field(spec(SpecKind::OneTime, "2001-01-01T00:00:00Z", "UTC")), "spec.spec");
-        assert_eq!(field(spec(SpecKind::OneTime, "tomorrow", "UTC")), "spec.spec");
+        assert_eq!(
+            field(spec(SpecKind::OneTime, "2001-01-01T00:00:00Z", "UTC")),
+            "spec.spec"
+        );
+        assert_eq!(
+            field(spec(SpecKind::OneTime, "tomorrow", "UTC")),
+            "spec.spec"
+        );
         assert!(Timer::parse_new(&spec(SpecKind::Cron, "@daily", "Europe/Berlin"), now).is_ok());
         assert!(Timer::parse_new(&spec(SpecKind::Interval, "2s", "UTC"), now).is_ok());
     }
@@ -213,8 +234,7 @@ mod tests {
 
     #[test]
     fn a_daily_0230_berlin_job_across_both_dst_changes() {
-        let timer =
-            Timer::parse(&spec(SpecKind::Cron, "30 2 * * *", "Europe/Berlin")).unwrap();
+        let timer = Timer::parse(&spec(SpecKind::Cron, "30 2 * * *", "Europe/Berlin")).unwrap();
         // A normal winter day: 02:30 CET is 01:30 UTC.
         assert_eq!(
             timer.next_after(utc("2026-03-27T12:00:00Z")),
@@ -245,8 +265,11 @@ mod tests {
     #[test]
     fn one_time_schedules_fire_once() {
         let now = utc("2026-03-01T12:00:00Z");
-        let timer =
-            Timer::parse_new(&spec(SpecKind::OneTime, "2026-03-01T14:00:00+01:00", "UTC"), now).unwrap();
+        let timer = Timer::parse_new(
+            &spec(SpecKind::OneTime, "2026-03-01T14:00:00+01:00", "UTC"),
+            now,
+        )
+        .unwrap();
         assert_eq!(timer.first_after(now), Some(utc("2026-03-01T13:00:00Z")));
         assert_eq!(timer.next_after(utc("2026-03-01T13:00:00Z")), None);
     }

@@ -16,5 +16,6 @@ mod dev;
 mod durability;
 mod migrations;
 mod operations;
+mod schedules;
 mod service;
 mod tasks;

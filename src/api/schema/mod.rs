@@ -6,4 +6,5 @@ pub mod component;
 pub mod nvl;
 pub mod operation;
 pub mod rack;
+pub mod schedule;
 pub mod task;

@@ -62,7 +62,7 @@ pub enum ConflictStrategyDoc {
 }
 
 impl TargetSpecDoc {
-    fn to_domain(&self, v: &mut Violations) -> TargetSpec {
+    pub fn to_domain(&self, v: &mut Violations) -> TargetSpec {
         match (&self.racks, &self.components) {
             (Some(racks), None) => TargetSpec::Racks(
                 racks
