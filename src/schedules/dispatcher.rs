@@ -112,10 +112,10 @@ pub async fn dispatch_loop(schedules: Arc<ScheduleService>, holder: String, inte
             tracing::warn!(error = %e, "schedule dispatch failed; retrying next tick");
         }
         // Recovery is rare work: look about every 30 ticks.
-        if ticks % 30 == 0 {
-            if let Err(e) = schedules.recover(&holder).await {
-                tracing::warn!(error = %e, "schedule run recovery failed");
-            }
+        if ticks.is_multiple_of(30)
+            && let Err(e) = schedules.recover(&holder).await
+        {
+            tracing::warn!(error = %e, "schedule run recovery failed");
         }
         ticks += 1;
     }

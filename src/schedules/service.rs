@@ -139,9 +139,8 @@ impl ScheduleService {
         .into_iter()
         .flatten()
         {
-            match result {
-                Error::Invalid(e) => errors.extend(e.iter().cloned()),
-                _ => {}
+            if let Error::Invalid(e) = result {
+                errors.extend(e.iter().cloned());
             }
         }
         if !errors.is_empty() {
