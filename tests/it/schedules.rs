@@ -641,3 +641,106 @@ mod http {
         assert_eq!(fields(&r), ["target_spec.racks[0]"]);
     }
 }
+
+/// `flow schedule …` as the real binary against the served API.
+mod cli {
+    use super::*;
+
+    async fn flow(url: &str, args: &[&str]) -> (i32, String) {
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_flow"))
+            .args(args)
+            .env("FLOW_URL", url)
+            .env_remove("FLOW_TOKEN")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .expect("run flow");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.code().unwrap_or(-1), text)
+    }
+
+    ops_on_both_backends!(the_schedule_commands_create_fire_pause_and_delete);
+
+    async fn the_schedule_commands_create_fire_pause_and_delete(ops: Ops) {
+        ops.app.create_rack(&gb200_rack(1, 1)).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let router = ops.app.router.clone();
+        tokio::spawn(async move { axum::serve(listener, router).await });
+
+        let (code, out) = flow(
+            &url,
+            &[
+                "schedule",
+                "create",
+                "--name",
+                "cli-nightly",
+                "--cron",
+                "30 2 * * *",
+                "--timezone",
+                "Europe/Berlin",
+                "--operation",
+                "power_on",
+                "--rack",
+                "rack-0001",
+                "--types",
+                "compute",
+                "-o",
+                "json",
+            ],
+        )
+        .await;
+        assert_eq!(code, 0, "{out}");
+        let created: Value = serde_json::from_str(&out).unwrap();
+        let id = created["id"].as_str().unwrap().to_string();
+        assert_eq!(created["spec"]["timezone"], "Europe/Berlin");
+
+        let (code, out) = flow(&url, &["schedule", "list"]).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(
+            out.contains("cli-nightly") && out.contains("cron 30 2 * * *"),
+            "{out}"
+        );
+        let (code, out) = flow(&url, &["schedule", "trigger", &id]).await;
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("created"), "{out}");
+        let (code, out) = flow(&url, &["schedule", "pause", &id, "-o", "json"]).await;
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&out).unwrap()["enabled"],
+            false
+        );
+        let (code, out) = flow(
+            &url,
+            &[
+                "schedule",
+                "create",
+                "--name",
+                "bad",
+                "--every",
+                "1s",
+                "--operation",
+                "power_on",
+                "--rack",
+                "rack-0001",
+            ],
+        )
+        .await;
+        assert_ne!(code, 0, "{out}");
+        assert!(out.contains("spec.spec"), "{out}");
+        let (code, out) = flow(&url, &["schedule", "delete", &id]).await;
+        assert_eq!(code, 0, "{out}");
+        let (code, _) = flow(&url, &["schedule", "get", &id]).await;
+        assert_ne!(code, 0);
+        for task in ops.app.get("/v1/tasks").await.body["items"]
+            .as_array()
+            .unwrap()
+        {
+            ops.wait_end(task["id"].as_str().unwrap()).await;
+        }
+    }
+}
