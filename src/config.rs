@@ -21,6 +21,7 @@ pub const ENV_VARS: &[&str] = &[
     "FLOW_TEMPORAL_ADDRESS",
     "FLOW_TEMPORAL_NAMESPACE",
     "FLOW_TEMPORAL_TASK_QUEUE",
+    "FLOW_SCHEDULE_TICK_MS",
     "FLOW_PSM_URL",
     "FLOW_PSM_TIMEOUT_SECS",
     "FLOW_COMPONENT_MANAGERS",
@@ -65,6 +66,8 @@ pub struct Config {
     pub temporal_address: String,
     pub temporal_namespace: String,
     pub temporal_task_queue: String,
+    /// How often each process's schedule dispatcher looks for due schedules.
+    pub schedule_tick_ms: u64,
     pub psm_url: String,
     /// Deadline of every PSM call.
     pub psm_timeout_secs: u64,
@@ -101,6 +104,7 @@ impl Default for Config {
             temporal_address: "http://localhost:7233".into(),
             temporal_namespace: "flow".into(),
             temporal_task_queue: "flow".into(),
+            schedule_tick_ms: 1000,
             psm_url: "http://localhost:50052".into(),
             psm_timeout_secs: 30,
             component_managers: String::new(),
@@ -130,6 +134,7 @@ impl fmt::Debug for Config {
             .field("temporal_address", &self.temporal_address)
             .field("temporal_namespace", &self.temporal_namespace)
             .field("temporal_task_queue", &self.temporal_task_queue)
+            .field("schedule_tick_ms", &self.schedule_tick_ms)
             .field("psm_url", &self.psm_url)
             .field("psm_timeout_secs", &self.psm_timeout_secs)
             .field("component_managers", &self.component_managers)
@@ -224,6 +229,9 @@ impl Config {
         if let Some(v) = get("FLOW_DEV_MODE") {
             self.dev_mode = parse("FLOW_DEV_MODE", v)?;
         }
+        if let Some(v) = get("FLOW_SCHEDULE_TICK_MS") {
+            self.schedule_tick_ms = parse("FLOW_SCHEDULE_TICK_MS", v)?;
+        }
         for (key, field) in [
             ("FLOW_TEMPORAL_ADDRESS", &mut self.temporal_address),
             ("FLOW_TEMPORAL_NAMESPACE", &mut self.temporal_namespace),
@@ -290,6 +298,12 @@ impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
         crate::components::registry::parse_spec(&self.component_managers)
             .map_err(|e| ConfigError(format!("FLOW_COMPONENT_MANAGERS: {e}")))?;
+        if !(10..=60_000).contains(&self.schedule_tick_ms) {
+            return Err(ConfigError(format!(
+                "FLOW_SCHEDULE_TICK_MS must be between 10 and 60000, not {}",
+                self.schedule_tick_ms
+            )));
+        }
         if self.psm_timeout_secs == 0 {
             return Err(ConfigError(
                 "FLOW_PSM_TIMEOUT_SECS must be at least 1".into(),
@@ -405,6 +419,8 @@ mod tests {
             ("FLOW_SIM_FAILURE_RATE", "often"),
             ("FLOW_DRIFT_SYNC_INTERVAL_SECS", "1m"),
             ("FLOW_OBSERVE_TIMEOUT_SECS", "0"),
+            ("FLOW_SCHEDULE_TICK_MS", "0"),
+            ("FLOW_SCHEDULE_TICK_MS", "1s"),
         ] {
             let err = Config::load(&env(&[(key, value)])).unwrap_err();
             assert!(err.to_string().contains(key), "{key}={value}: {err}");

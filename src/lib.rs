@@ -29,6 +29,7 @@ pub mod error;
 pub mod inventory;
 pub mod operations;
 pub mod rules;
+pub mod schedules;
 pub mod service;
 pub mod tasks;
 pub mod telemetry;

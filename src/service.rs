@@ -1,5 +1,6 @@
 //! Assembles a running Flow process from its configuration: database, component managers,
-//! Temporal client and worker, the HTTP API, the reconciliation loop and the drift sync.
+//! Temporal client and worker, the HTTP API, the reconciliation loop, the drift sync and the
+//! schedule dispatcher.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use crate::config::Config;
 use crate::drift::observe::Observer;
 use crate::drift::sync::{DriftSync, sync_loop};
 use crate::error::{Error, Result};
+use crate::schedules::{ScheduleService, dispatch_loop};
 use crate::tasks::engine::WorkflowEngine;
 use crate::workflows::activities::RackActivities;
 use crate::workflows::{TemporalEngine, worker};
@@ -104,6 +106,18 @@ pub async fn run(
         RECONCILE_INTERVAL,
     ));
     let drift = start_drift_sync(&config, &state, registry.clone(), &holder);
+    // Every worker process dispatches schedules; the claim in the database makes each fire
+    // happen once however many run.
+    let schedules = Arc::new(ScheduleService::new(
+        state.db().clone(),
+        state.task_service(),
+        state.clock(),
+    ));
+    let dispatcher = tokio::spawn(dispatch_loop(
+        schedules.clone(),
+        holder.clone(),
+        Duration::from_millis(config.schedule_tick_ms),
+    ));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -129,8 +143,10 @@ pub async fn run(
     // The worker's future is not Send: it runs here, on the main task, beside the API.
     let (api_result, worker_result, ()) = tokio::join!(api_part, temporal_worker.run(), stop_part);
     reconciler.abort();
+    dispatcher.abort();
     let _ = state.tasks().release(&holder).await;
     stop_drift_sync(drift, &holder).await;
+    let _ = schedules.release(&holder).await;
     api_result?;
     worker_result.map_err(internal)
 }

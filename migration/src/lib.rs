@@ -6,6 +6,7 @@ mod m20260101_000001_create_inventory;
 mod m20260201_000002_create_tasks;
 mod m20261130_000003_create_rules;
 mod m20261201_000003_create_drift;
+mod m20261201_000004_create_schedules;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -19,6 +20,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20260201_000002_create_tasks::Migration),
             Box::new(m20261130_000003_create_rules::Migration),
             Box::new(m20261201_000003_create_drift::Migration),
+            Box::new(m20261201_000004_create_schedules::Migration),
         ]
     }
 }

@@ -8,6 +8,7 @@ pub mod operations;
 pub mod problem;
 pub mod racks;
 pub mod rules;
+pub mod schedules;
 pub mod schema;
 pub mod system;
 pub mod tasks;
@@ -41,6 +42,7 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(rules::routes())
         .merge(tasks::routes())
         .merge(validation::routes())
+        .merge(schedules::routes())
         .merge(system::routes())
 }
 

@@ -9,6 +9,7 @@ pub const OPERATIONS: &str = "operations";
 pub const TASKS: &str = "tasks";
 pub const RULES: &str = "operation-rules";
 pub const VALIDATION: &str = "validation";
+pub const SCHEDULES: &str = "task-schedules";
 pub const SYSTEM: &str = "system";
 
 #[derive(OpenApi)]
@@ -30,6 +31,7 @@ and rack-level operations on them. Errors are RFC 9457 `application/problem+json
         (name = RULES, description = "Operation rules: the stages each operation walks, per rack or as the default, every version kept"),
         (name = TASKS, description = "Tasks, their per-component reports, cancellation and live events"),
         (name = VALIDATION, description = "Expected vs actual: live validation against the component managers, and the drift the periodic sync records"),
+        (name = SCHEDULES, description = "Recurring and one-time operations on racks: timers, scope, runs and conflict advice"),
         (name = SYSTEM, description = "Version, liveness and readiness"),
     )
 )]

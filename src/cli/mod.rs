@@ -8,6 +8,7 @@ pub mod nvl;
 pub mod operations;
 pub mod output;
 pub mod racks;
+pub mod schedules;
 pub mod tasks;
 pub mod watch;
 
@@ -69,6 +70,11 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: tasks::TaskCommand,
     },
+    /// Task schedules: create, list, get, pause, resume, trigger, runs, delete.
+    Schedule {
+        #[command(subcommand)]
+        command: schedules::ScheduleCommand,
+    },
     /// Print a shell completion script (`source <(flow completions bash)`).
     Completions { shell: clap_complete::Shell },
 }
@@ -116,6 +122,7 @@ async fn dispatch(
         ClientCommand::Power { command } => operations::power(client, format, command).await,
         ClientCommand::Firmware { command } => operations::firmware(client, format, command).await,
         ClientCommand::Task { command } => tasks::run(client, format, command).await,
+        ClientCommand::Schedule { command } => schedules::run(client, format, command).await,
         ClientCommand::Completions { .. } => Ok(0),
     }
 }

@@ -17,6 +17,7 @@ mod durability;
 mod migrations;
 mod operations;
 mod rules;
+mod schedules;
 mod service;
 mod tasks;
 mod validation;

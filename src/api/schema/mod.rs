@@ -8,4 +8,5 @@ pub mod nvl;
 pub mod operation;
 pub mod rack;
 pub mod rule;
+pub mod schedule;
 pub mod task;

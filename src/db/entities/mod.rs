@@ -10,5 +10,8 @@ pub mod operation_rule_versions;
 pub mod operation_rules;
 pub mod rack_rule_associations;
 pub mod racks;
+pub mod task_schedule_runs;
+pub mod task_schedule_scopes;
+pub mod task_schedules;
 pub mod task_steps;
 pub mod tasks;

@@ -136,6 +136,16 @@ impl TestDb {
     }
 }
 
+impl TestDb {
+    /// A second, independent pool on the same database, as another Flow process would open.
+    pub async fn connect_again(&self) -> DatabaseConnection {
+        let mut options = DbOptions::new(&self.url);
+        options.schema = self.schema.clone();
+        options.max_connections = 4;
+        db::connect(&options).await.expect("second pool")
+    }
+}
+
 /// Closes the pool and drops the test's PostgreSQL schema.
 pub struct CleanupHandle {
     db: DatabaseConnection,

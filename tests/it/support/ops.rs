@@ -28,6 +28,8 @@ pub fn temporal_address() -> String {
 /// Everything an operations test drives and inspects.
 pub struct Ops {
     pub app: TestApp,
+    /// The state behind `app`, for tests that drive services directly (the schedule dispatcher).
+    pub state: AppState,
     pub sim: Arc<SimDevices>,
     pub psm: Option<PsmServer>,
     pub client: Client,
@@ -119,6 +121,7 @@ impl OpsBuilder {
         let stop = temporal_worker.shutdown_handle();
         let ops = Ops {
             app: TestApp { router, db },
+            state: state.clone(),
             sim,
             psm,
             client,

@@ -1,0 +1,542 @@
+//! Schedule lifecycle: create, change, pause, resume and delete schedules, manage their scope,
+//! and fire them (claim, then submit one task per rack through the task service).
+
+use std::sync::Arc;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use uuid::Uuid;
+
+use super::model::{
+    OperationTemplate, OverlapPolicy, RackOutcome, RackResult, Run, RunTrigger, Schedule, Scope,
+    TimerSpec,
+};
+use super::store;
+use super::timing::Timer;
+use crate::app::Clock;
+use crate::db::entities::racks;
+use crate::error::{Error, FieldError, Result, Violations};
+use crate::inventory::model::ComponentType;
+use crate::operations::model::{RackRef, RackTarget};
+use crate::tasks::{TaskService, TaskStatus};
+
+/// A schedule to create.
+#[derive(Debug, Clone)]
+pub struct NewSchedule {
+    pub name: String,
+    pub timer: TimerSpec,
+    pub template: OperationTemplate,
+    pub overlap: OverlapPolicy,
+    pub enabled: bool,
+    pub scope: Vec<RackTarget>,
+}
+
+/// Fields a PATCH may change; `None` keeps the stored value.
+#[derive(Debug, Clone, Default)]
+pub struct SchedulePatch {
+    pub name: Option<String>,
+    pub timer: Option<TimerSpec>,
+    pub overlap: Option<OverlapPolicy>,
+}
+
+/// Owns every schedule change; the dispatcher and the API both go through it.
+pub struct ScheduleService {
+    pub(super) db: DatabaseConnection,
+    pub(super) tasks: Arc<TaskService>,
+    pub(super) clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for ScheduleService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScheduleService").finish_non_exhaustive()
+    }
+}
+
+/// Checks the template without the database: option consistency, and that the overlap policy
+/// suits the operation (bring-up and ingest cannot queue). Field names are the API's.
+fn validate_template(template: &OperationTemplate, overlap: OverlapPolicy) -> Result<()> {
+    let probe = template.spec_for(String::new(), overlap, Uuid::nil(), &[]);
+    match probe.validate() {
+        Err(Error::Invalid(errors)) => Err(Error::Invalid(
+            errors
+                .into_iter()
+                .map(|e| {
+                    let field = if e.field == "conflict_strategy" {
+                        "overlap_policy".to_string()
+                    } else {
+                        format!("operation.{}", e.field)
+                    };
+                    FieldError::new(field, e.message)
+                })
+                .collect(),
+        )),
+        other => other,
+    }
+}
+
+/// The name each fired task carries: `<schedule> — <fire time>`.
+fn task_description(schedule: &Schedule, fired_at: DateTime<Utc>) -> String {
+    format!(
+        "{} — {}",
+        schedule.name,
+        fired_at.to_rfc3339_opts(SecondsFormat::Secs, true)
+    )
+}
+
+impl ScheduleService {
+    pub fn new(db: DatabaseConnection, tasks: Arc<TaskService>, clock: Arc<dyn Clock>) -> Self {
+        Self { db, tasks, clock }
+    }
+
+    /// Resolves rack targets to live racks; unknown and repeated racks are 400s naming them.
+    pub async fn resolve_racks(
+        &self,
+        targets: &[RackTarget],
+    ) -> Result<Vec<(Uuid, Vec<ComponentType>)>> {
+        let mut v = Violations::default();
+        if targets.is_empty() {
+            v.push("target_spec.racks", "must name at least one rack");
+        }
+        let mut out: Vec<(Uuid, Vec<ComponentType>)> = Vec::new();
+        for (i, target) in targets.iter().enumerate() {
+            let query = racks::Entity::find().filter(racks::Column::DeletedAt.is_null());
+            let query = match &target.rack {
+                RackRef::Id(id) => query.filter(racks::Column::Id.eq(*id)),
+                RackRef::Name(name) => query.filter(racks::Column::Name.eq(name.trim())),
+            };
+            match query.one(&self.db).await? {
+                None => v.push(
+                    format!("target_spec.racks[{i}]"),
+                    format!("rack {} not found", target.rack),
+                ),
+                Some(rack) if out.iter().any(|(id, _)| *id == rack.id) => v.push(
+                    format!("target_spec.racks[{i}]"),
+                    format!("rack {} is named twice", target.rack),
+                ),
+                Some(rack) => {
+                    let mut types = target.component_types.clone();
+                    types.sort();
+                    types.dedup();
+                    out.push((rack.id, types));
+                }
+            }
+        }
+        v.finish()?;
+        Ok(out)
+    }
+
+    /// A rule the template names must exist and fit its operation now, rather than fail every
+    /// later fire.
+    async fn check_rule(&self, template: &OperationTemplate) -> Result<()> {
+        let Some(rule_id) = template.rule_id else {
+            return Ok(());
+        };
+        let code = template.operation.code();
+        crate::rules::resolve::check_requested(&self.db, rule_id, code)
+            .await
+            .map_err(|e| match e {
+                crate::error::Error::Unprocessable { message, .. } => {
+                    crate::error::Error::invalid("operation.rule_id", message)
+                }
+                crate::error::Error::Invalid(errors) => crate::error::Error::Invalid(
+                    errors
+                        .into_iter()
+                        .map(|f| crate::error::FieldError::new("operation.rule_id", f.message))
+                        .collect(),
+                ),
+                other => other,
+            })
+    }
+
+    pub async fn create(&self, new: NewSchedule) -> Result<(Schedule, Vec<Scope>)> {
+        let now = self.clock.now();
+        let timer = Timer::parse_new(&new.timer, now);
+        let template = match validate_template(&new.template, new.overlap) {
+            Ok(()) => self.check_rule(&new.template).await,
+            invalid => invalid,
+        };
+        let racks = self.resolve_racks(&new.scope).await;
+        let mut errors = Vec::new();
+        for result in [
+            timer.as_ref().err(),
+            template.as_ref().err(),
+            racks.as_ref().err(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let Error::Invalid(e) = result {
+                errors.extend(e.iter().cloned());
+            }
+        }
+        if !errors.is_empty() {
+            return Err(Error::Invalid(errors));
+        }
+        let (timer, racks) = (timer?, racks?);
+        let schedule = Schedule {
+            id: Uuid::now_v7(),
+            name: new.name,
+            next_run_at: timer.first_after(now),
+            timer: new.timer,
+            template: new.template,
+            overlap: new.overlap,
+            enabled: new.enabled,
+            last_run_at: None,
+            revision: 0,
+            created_at: now,
+            updated_at: now,
+        };
+        let scope: Vec<Scope> = racks
+            .into_iter()
+            .map(|(rack_id, component_types)| Scope {
+                id: Uuid::now_v7(),
+                schedule_id: schedule.id,
+                rack_id,
+                component_types,
+                last_task_id: None,
+                created_at: now,
+            })
+            .collect();
+        let txn = crate::db::begin_write(&self.db).await?;
+        store::insert(&txn, &schedule, &scope).await?;
+        txn.commit().await?;
+        Ok((schedule, scope))
+    }
+
+    pub async fn get(&self, id: Uuid) -> Result<Schedule> {
+        store::get(&self.db, id).await
+    }
+
+    pub fn db(&self) -> &DatabaseConnection {
+        &self.db
+    }
+
+    /// Applies `change` to the stored schedule and writes it if nobody changed it meanwhile;
+    /// a lost race (the dispatcher claimed it, another request changed it) is retried.
+    async fn modify(
+        &self,
+        id: Uuid,
+        change: impl Fn(&mut Schedule, DateTime<Utc>) -> Result<()>,
+    ) -> Result<Schedule> {
+        for _ in 0..5 {
+            let mut schedule = store::get(&self.db, id).await?;
+            let now = self.clock.now();
+            change(&mut schedule, now)?;
+            schedule.updated_at = now;
+            if store::update(&self.db, &schedule).await? {
+                schedule.revision += 1;
+                return Ok(schedule);
+            }
+        }
+        Err(Error::conflict(
+            "schedule_busy",
+            format!("schedule {id} kept changing; retry"),
+        ))
+    }
+
+    pub async fn update(&self, id: Uuid, patch: SchedulePatch) -> Result<Schedule> {
+        self.modify(id, |s, now| {
+            if let Some(name) = &patch.name {
+                s.name = name.clone();
+            }
+            if let Some(overlap) = patch.overlap {
+                validate_template(&s.template, overlap)?;
+                s.overlap = overlap;
+            }
+            if let Some(timer) = &patch.timer {
+                if s.is_consumed() {
+                    return Err(Error::conflict(
+                        "one_time_consumed",
+                        "this one-time schedule has fired; create a new schedule instead",
+                    ));
+                }
+                s.next_run_at = Timer::parse_new(timer, now)?.first_after(now);
+                s.timer = timer.clone();
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Stops firing; the next fire time is kept for display. Idempotent.
+    pub async fn pause(&self, id: Uuid) -> Result<Schedule> {
+        self.modify(id, |s, _| {
+            refuse_consumed(s)?;
+            s.enabled = false;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Fires again: a recurring schedule from now on (a resume never fires at once), a one-time
+    /// schedule at its instant (at the next tick if that passed while paused). Idempotent.
+    pub async fn resume(&self, id: Uuid) -> Result<Schedule> {
+        self.modify(id, |s, now| {
+            refuse_consumed(s)?;
+            if !s.enabled {
+                s.enabled = true;
+                s.next_run_at = Timer::parse(&s.timer)?.first_after(now);
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Deletes the schedule, its scope and its run history; tasks it created stay.
+    pub async fn delete(&self, id: Uuid) -> Result<()> {
+        if store::delete(&self.db, id).await? {
+            Ok(())
+        } else {
+            Err(Error::not_found("schedule", id))
+        }
+    }
+
+    pub async fn scopes(&self, id: Uuid) -> Result<Vec<Scope>> {
+        store::get(&self.db, id).await?;
+        store::scopes(&self.db, id).await
+    }
+
+    pub async fn runs(&self, id: Uuid, limit: u64) -> Result<Vec<Run>> {
+        store::get(&self.db, id).await?;
+        store::runs(&self.db, id, limit).await
+    }
+
+    /// Adds racks to the scope. A rack already in scope has its type filter widened: the union
+    /// of both, or every type when either side names none. Returns the added or changed scopes.
+    pub async fn add_scope(&self, id: Uuid, targets: &[RackTarget]) -> Result<Vec<Scope>> {
+        let racks = self.resolve_racks(targets).await?;
+        let now = self.clock.now();
+        let txn = crate::db::begin_write(&self.db).await?;
+        store::get(&txn, id).await?;
+        let existing = store::scopes(&txn, id).await?;
+        let mut touched = Vec::new();
+        for (rack_id, types) in racks {
+            match existing.iter().find(|s| s.rack_id == rack_id) {
+                None => {
+                    let scope = Scope {
+                        id: Uuid::now_v7(),
+                        schedule_id: id,
+                        rack_id,
+                        component_types: types,
+                        last_task_id: None,
+                        created_at: now,
+                    };
+                    store::insert_scope(&txn, &scope).await?;
+                    touched.push(scope);
+                }
+                Some(scope) => {
+                    let mut merged = scope.clone();
+                    merged.component_types = if scope.component_types.is_empty() || types.is_empty()
+                    {
+                        Vec::new()
+                    } else {
+                        let mut all = [scope.component_types.clone(), types].concat();
+                        all.sort();
+                        all.dedup();
+                        all
+                    };
+                    if merged.component_types != scope.component_types {
+                        store::set_scope_types(&txn, &merged).await?;
+                        touched.push(merged);
+                    }
+                }
+            }
+        }
+        txn.commit().await?;
+        Ok(touched)
+    }
+
+    /// Removes a rack from the scope; the last rack cannot go (delete the schedule instead).
+    pub async fn remove_scope(&self, id: Uuid, rack: &RackRef) -> Result<()> {
+        let txn = crate::db::begin_write(&self.db).await?;
+        store::get(&txn, id).await?;
+        let scopes = store::scopes(&txn, id).await?;
+        let rack_id = match rack {
+            RackRef::Id(rack_id) => Some(*rack_id),
+            RackRef::Name(name) => racks::Entity::find()
+                .filter(racks::Column::Name.eq(name.as_str()))
+                .filter(racks::Column::Id.is_in(scopes.iter().map(|s| s.rack_id)))
+                .one(&txn)
+                .await?
+                .map(|r| r.id),
+        };
+        let Some(scope) = rack_id.and_then(|r| scopes.iter().find(|s| s.rack_id == r)) else {
+            return Err(Error::not_found("rack in the schedule's scope", rack));
+        };
+        if scopes.len() == 1 {
+            return Err(Error::conflict(
+                "last_scope",
+                "cannot remove the last rack of a schedule; delete the schedule instead",
+            ));
+        }
+        store::delete_scope(&txn, scope.id).await?;
+        txn.commit().await?;
+        Ok(())
+    }
+
+    /// Fires now, whatever the timer says (also when paused): a recurring schedule keeps its
+    /// next fire time, a one-time schedule is consumed. The overlap policy applies as usual.
+    pub async fn trigger(&self, id: Uuid) -> Result<Run> {
+        for _ in 0..5 {
+            let schedule = store::get(&self.db, id).await?;
+            refuse_consumed(&schedule)?;
+            let now = self.clock.now();
+            let mut next = schedule.clone();
+            next.last_run_at = Some(now);
+            next.updated_at = now;
+            if schedule.timer.kind == super::model::SpecKind::OneTime {
+                next.next_run_at = None;
+                next.enabled = false;
+            }
+            if let Some(run) = self.claim(&schedule, next, RunTrigger::Manual, now).await? {
+                return self.submit_run(&schedule, run).await;
+            }
+        }
+        Err(Error::conflict(
+            "schedule_busy",
+            format!("schedule {id} kept changing; retry"),
+        ))
+    }
+
+    /// Writes `next` over `current` if `current` is still what is stored, and records the run
+    /// with the overlap check's verdict for each rack, all in one transaction. Only the caller
+    /// whose write lands gets the run: that is what makes a fire happen once across processes.
+    pub(super) async fn claim(
+        &self,
+        current: &Schedule,
+        next: Schedule,
+        trigger: RunTrigger,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Run>> {
+        let txn = crate::db::begin_write(&self.db).await?;
+        if !store::update(&txn, &next).await? {
+            return Ok(None);
+        }
+        let mut results = Vec::new();
+        for scope in store::scopes(&txn, current.id).await? {
+            let outcome = match (current.overlap, scope.last_task_id) {
+                (OverlapPolicy::Skip, Some(task)) => match still_active(&txn, task).await? {
+                    Some(status) => RackOutcome::Skipped {
+                        reason: format!("the previous task {task} is still {}", status.as_str()),
+                    },
+                    None => RackOutcome::Pending,
+                },
+                _ => RackOutcome::Pending,
+            };
+            results.push(RackResult {
+                rack_id: scope.rack_id,
+                outcome,
+            });
+        }
+        let run = Run {
+            id: Uuid::now_v7(),
+            schedule_id: current.id,
+            trigger,
+            fired_at: now,
+            done: false,
+            results,
+            finished_at: None,
+        };
+        store::insert_run(&txn, &run).await?;
+        txn.commit().await?;
+        Ok(Some(run))
+    }
+
+    /// Submits the run's pending racks, one task each, and records every outcome. Each rack's
+    /// submission carries an idempotency key derived from the run, so finishing a run that a
+    /// dead process left half done never creates a second task for a rack.
+    pub(super) async fn submit_run(&self, schedule: &Schedule, mut run: Run) -> Result<Run> {
+        let scopes = store::scopes(&self.db, schedule.id).await?;
+        let description = task_description(schedule, run.fired_at);
+        for result in run.results.iter_mut() {
+            if result.outcome != RackOutcome::Pending {
+                continue;
+            }
+            let types = scopes
+                .iter()
+                .find(|s| s.rack_id == result.rack_id)
+                .map(|s| s.component_types.clone())
+                .unwrap_or_default();
+            let spec = schedule.template.spec_for(
+                description.clone(),
+                schedule.overlap,
+                result.rack_id,
+                &types,
+            );
+            let key = format!("schedule-run:{}:{}", run.id, result.rack_id);
+            result.outcome = match self.tasks.submit(&spec, Some(&key)).await {
+                Ok(submission) => match submission.task_ids.first() {
+                    Some(task) => {
+                        store::set_last_task(&self.db, schedule.id, result.rack_id, *task).await?;
+                        RackOutcome::Created { task_id: *task }
+                    }
+                    None => RackOutcome::Failed {
+                        error: "no task was created".into(),
+                    },
+                },
+                Err(Error::Conflict {
+                    code: "rack_busy",
+                    errors,
+                    message,
+                }) if schedule.overlap == OverlapPolicy::Skip => RackOutcome::Skipped {
+                    reason: errors.first().map(|e| e.message.clone()).unwrap_or(message),
+                },
+                Err(e @ (Error::Db(_) | Error::Unavailable { .. })) => {
+                    // Leave the rack pending: the run is finished later by recovery.
+                    tracing::warn!(schedule = %schedule.id, rack = %result.rack_id, error = %e, "scheduled submission failed; will retry");
+                    continue;
+                }
+                Err(e) => RackOutcome::Failed {
+                    error: problem_text(&e),
+                },
+            };
+        }
+        run.done = run
+            .results
+            .iter()
+            .all(|r| r.outcome != RackOutcome::Pending);
+        if run.done {
+            run.finished_at = Some(self.clock.now());
+        }
+        store::save_run(&self.db, &run).await?;
+        Ok(run)
+    }
+}
+
+fn refuse_consumed(s: &Schedule) -> Result<()> {
+    if s.is_consumed() {
+        Err(Error::conflict(
+            "one_time_consumed",
+            "this one-time schedule has already fired",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// A submission error as one line, with the fields it names.
+fn problem_text(e: &Error) -> String {
+    match e {
+        Error::Invalid(errors)
+        | Error::Conflict { errors, .. }
+        | Error::Unprocessable { errors, .. }
+            if !errors.is_empty() =>
+        {
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The task's status when it still holds or waits for its rack.
+async fn still_active(db: &impl ConnectionTrait, task: Uuid) -> Result<Option<TaskStatus>> {
+    match crate::tasks::store::get(db, task).await {
+        Ok(t) if !t.status.is_terminal() => Ok(Some(t.status)),
+        Ok(_) | Err(Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
