@@ -20,7 +20,7 @@ use crate::app::AppState;
 use crate::error::Error;
 use crate::rules::model::OPERATION_CODES;
 use crate::rules::store::{self, RuleFilter};
-use crate::rules::{builtin, parse};
+use crate::rules::{associations, builtin, parse};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -286,7 +286,7 @@ pub async fn rack_rules(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<AssociationListDoc>> {
     let id = uuid_param("id", &id)?;
-    let items = store::associations(state.db(), id)
+    let items = associations::associations(state.db(), id)
         .await?
         .into_iter()
         .map(AssociationDoc::from)
@@ -316,7 +316,7 @@ pub async fn associate(
     let id = uuid_param("id", &id)?;
     let operation = operation_param(&operation)?;
     let (link, created) =
-        store::associate(state.db(), id, &operation, body.rule_id, state.now()).await?;
+        associations::associate(state.db(), id, &operation, body.rule_id, state.now()).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -342,6 +342,6 @@ pub async fn dissociate(
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
     let operation = operation_param(&operation)?;
-    store::dissociate(state.db(), id, &operation).await?;
+    associations::dissociate(state.db(), id, &operation).await?;
     Ok(StatusCode::NO_CONTENT)
 }

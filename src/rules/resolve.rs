@@ -5,7 +5,7 @@ use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::model::{Rule, RuleSource};
-use super::{builtin, store};
+use super::{associations, builtin, store};
 use crate::error::{Error, FieldError, Result};
 
 /// Checks a rule named in a request before any task is created: it must exist and be written
@@ -50,7 +50,7 @@ pub async fn resolve(
         })?;
         return Ok((rule, RuleSource::Request));
     }
-    if let Some(rule) = store::for_rack(db, rack_id, operation).await? {
+    if let Some(rule) = associations::for_rack(db, rack_id, operation).await? {
         return Ok((rule, RuleSource::Rack));
     }
     if let Some(rule) = store::default_for(db, operation).await? {

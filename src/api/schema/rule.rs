@@ -7,8 +7,9 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::common::ComponentTypeDoc;
+use crate::rules::associations::Association;
 use crate::rules::model::{AppliedRule, Rule, RuleSource};
-use crate::rules::store::{Association, RuleVersion};
+use crate::rules::store::RuleVersion;
 use crate::tasks::preview::RackPreview;
 
 /// One action of a stage. Which other keys apply depends on `action`:

@@ -1,0 +1,133 @@
+//! Rack associations: the rule a rack runs for an operation, at most one per operation.
+
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    QueryOrder, Set,
+};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::model::Rule;
+use super::store;
+use crate::db::entities::{operation_rules, rack_rule_associations, racks};
+use crate::error::{Error, FieldError, Result};
+
+/// The rule a rack runs for one operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Association {
+    pub rack_id: Uuid,
+    pub operation: String,
+    pub rule_id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+async fn live_rack(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<()> {
+    racks::Entity::find_by_id(rack_id)
+        .filter(racks::Column::DeletedAt.is_null())
+        .one(db)
+        .await?
+        .map(|_| ())
+        .ok_or_else(|| Error::not_found("rack", rack_id))
+}
+
+fn association(row: rack_rule_associations::Model) -> Association {
+    Association {
+        rack_id: row.rack_id,
+        operation: row.operation,
+        rule_id: row.rule_id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    }
+}
+
+/// Sets the rule a rack runs for `operation`; `true` when the association is new.
+pub async fn associate(
+    db: &DatabaseConnection,
+    rack_id: Uuid,
+    operation: &str,
+    rule_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(Association, bool)> {
+    let txn = crate::db::begin_write(db).await?;
+    live_rack(&txn, rack_id).await?;
+    let rule = operation_rules::Entity::find_by_id(rule_id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| Error::Unprocessable {
+            code: "rule_not_found",
+            message: format!("operation rule {rule_id} does not exist"),
+            errors: vec![FieldError::new("rule_id", "no such operation rule")],
+        })?;
+    if rule.operation != operation {
+        return Err(Error::invalid(
+            "rule_id",
+            format!("rule {rule_id} is for {}, not {operation}", rule.operation),
+        ));
+    }
+    let existing = rack_rule_associations::Entity::find_by_id((rack_id, operation.to_string()))
+        .one(&txn)
+        .await?;
+    let created = existing.is_none();
+    let row = match existing {
+        Some(found) => {
+            let mut am: rack_rule_associations::ActiveModel = found.into();
+            am.rule_id = Set(rule_id);
+            am.updated_at = Set(now);
+            am.update(&txn).await?
+        }
+        None => {
+            rack_rule_associations::ActiveModel {
+                rack_id: Set(rack_id),
+                operation: Set(operation.to_string()),
+                rule_id: Set(rule_id),
+                created_at: Set(now),
+                updated_at: Set(now),
+            }
+            .insert(&txn)
+            .await?
+        }
+    };
+    txn.commit().await?;
+    Ok((association(row), created))
+}
+
+/// Removes a rack's rule for `operation`; removing one that is not there is not an error.
+pub async fn dissociate(db: &DatabaseConnection, rack_id: Uuid, operation: &str) -> Result<()> {
+    live_rack(db, rack_id).await?;
+    rack_rule_associations::Entity::delete_many()
+        .filter(rack_rule_associations::Column::RackId.eq(rack_id))
+        .filter(rack_rule_associations::Column::Operation.eq(operation))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// A rack's associations, by operation.
+pub async fn associations(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<Vec<Association>> {
+    live_rack(db, rack_id).await?;
+    Ok(rack_rule_associations::Entity::find()
+        .filter(rack_rule_associations::Column::RackId.eq(rack_id))
+        .order_by_asc(rack_rule_associations::Column::Operation)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(association)
+        .collect())
+}
+
+/// The rule associated with a rack for an operation, if any.
+pub async fn for_rack(
+    db: &impl ConnectionTrait,
+    rack_id: Uuid,
+    operation: &str,
+) -> Result<Option<Rule>> {
+    let Some(link) = rack_rule_associations::Entity::find_by_id((rack_id, operation.to_string()))
+        .one(db)
+        .await?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(store::get(db, link.rule_id).await?))
+}
