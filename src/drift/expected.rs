@@ -8,7 +8,7 @@ use uuid::Uuid;
 use crate::components::Device;
 use crate::db::entities::{components, racks};
 use crate::error::{Error, Result};
-use crate::inventory::model::{BmcType, ComponentType};
+use crate::inventory::model::ComponentType;
 use crate::inventory::rows::load_bmcs;
 use crate::operations::model::TargetSpec;
 use crate::tasks::resolve::{self, DRIVEN_TYPES};
@@ -42,21 +42,8 @@ pub async fn all_devices(db: &impl ConnectionTrait) -> Result<Vec<Device>> {
             continue;
         };
         let own = bmcs.remove(&row.id).unwrap_or_default();
-        let host = own.iter().find(|b| b.kind == BmcType::Host).or(own.first());
-        devices.push(Device {
-            component_id: row.id,
-            kind,
-            name: row.name,
-            manufacturer: row.manufacturer,
-            model: row.model,
-            serial_number: row.serial_number,
-            external_id: row.external_id,
-            bmc_mac: host.map(|b| b.mac_address.clone()),
-            bmc_ip: host.and_then(|b| b.ip_address.clone()),
-            firmware_version: row.firmware_version,
-            rack_id: row.rack_id,
-            rack_name: row.rack_id.and_then(|id| names.get(&id).cloned()),
-        });
+        let rack_name = row.rack_id.and_then(|id| names.get(&id).cloned());
+        devices.push(resolve::device(row, kind, &own, rack_name));
     }
     Ok(devices)
 }

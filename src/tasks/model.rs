@@ -75,6 +75,19 @@ pub struct TaskComponent {
     pub kind: ComponentType,
 }
 
+impl TaskComponent {
+    /// The components a task on these devices holds.
+    pub fn of(devices: &[crate::components::Device]) -> Vec<Self> {
+        devices
+            .iter()
+            .map(|d| Self {
+                id: d.component_id,
+                kind: d.kind,
+            })
+            .collect()
+    }
+}
+
 /// What a task holds on its rack, for conflict checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Footprint {

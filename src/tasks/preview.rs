@@ -66,14 +66,7 @@ pub async fn preview(db: &impl ConnectionTrait, spec: &OperationSpec) -> Result<
     }
     let mut out = Vec::new();
     for rack in resolve::resolve(db, &spec.targets).await? {
-        let components: Vec<TaskComponent> = rack
-            .devices
-            .iter()
-            .map(|d| TaskComponent {
-                id: d.component_id,
-                kind: d.kind,
-            })
-            .collect();
+        let components = TaskComponent::of(&rack.devices);
         let mut preview = RackPreview {
             rack_id: rack.rack_id,
             rack_name: rack.rack_name.clone(),

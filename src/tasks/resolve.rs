@@ -163,21 +163,34 @@ pub async fn devices_of(
             continue;
         };
         let own = bmcs.remove(&row.id).unwrap_or_default();
-        let host = own.iter().find(|b| b.kind == BmcType::Host).or(own.first());
-        devices.push(Device {
-            component_id: row.id,
-            kind,
-            name: row.name,
-            manufacturer: row.manufacturer,
-            model: row.model,
-            serial_number: row.serial_number,
-            external_id: row.external_id,
-            bmc_mac: host.map(|b| b.mac_address.clone()),
-            bmc_ip: host.and_then(|b| b.ip_address.clone()),
-            firmware_version: row.firmware_version,
-            rack_id: Some(rack_id),
-            rack_name: rack_name.map(String::from),
-        });
+        devices.push(device(row, kind, &own, rack_name.map(String::from)));
     }
     Ok(devices)
+}
+
+/// A component row as the managers see it, addressed through its host BMC (or its first one).
+pub(crate) fn device(
+    row: components::Model,
+    kind: ComponentType,
+    bmcs: &[crate::inventory::model::Bmc],
+    rack_name: Option<String>,
+) -> Device {
+    let host = bmcs
+        .iter()
+        .find(|b| b.kind == BmcType::Host)
+        .or(bmcs.first());
+    Device {
+        component_id: row.id,
+        kind,
+        name: row.name,
+        manufacturer: row.manufacturer,
+        model: row.model,
+        serial_number: row.serial_number,
+        external_id: row.external_id,
+        bmc_mac: host.map(|b| b.mac_address.clone()),
+        bmc_ip: host.and_then(|b| b.ip_address.clone()),
+        firmware_version: row.firmware_version,
+        rack_id: row.rack_id,
+        rack_name,
+    }
 }

@@ -183,14 +183,7 @@ impl TaskService {
             )));
         }
         let now = self.clock.now();
-        let components: Vec<TaskComponent> = rack
-            .devices
-            .iter()
-            .map(|d| TaskComponent {
-                id: d.component_id,
-                kind: d.kind,
-            })
-            .collect();
+        let components = TaskComponent::of(&rack.devices);
         let footprint = Footprint {
             task_type: spec.operation.task_type(),
             components: components.clone(),

@@ -103,6 +103,27 @@ async fn end_cancelled(
     Err(WorkflowTermination::cancelled())
 }
 
+/// Records the failure on the task and ends the run failed, without a workflow retry.
+async fn end_failed(
+    ctx: &WorkflowContext<RackOperationWorkflow>,
+    task_id: Uuid,
+    kind: &str,
+    message: String,
+) -> WorkflowResult<TaskStatus> {
+    let finish = FinishInput {
+        task_id,
+        status: TaskStatus::Failed,
+        message: message.clone(),
+    };
+    ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
+        .await?;
+    Err(ApplicationFailure::builder(message)
+        .type_name(kind.to_owned())
+        .non_retryable(true)
+        .build()
+        .into())
+}
+
 #[workflow_methods]
 impl RackOperationWorkflow {
     #[run(name = "RackOperation")]
@@ -197,18 +218,7 @@ impl RackOperationWorkflow {
                     stage.name,
                     failures.join("; ")
                 );
-                let finish = FinishInput {
-                    task_id,
-                    status: TaskStatus::Failed,
-                    message: message.clone(),
-                };
-                ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
-                    .await?;
-                return Err(ApplicationFailure::builder(message)
-                    .type_name("StageFailed".to_owned())
-                    .non_retryable(true)
-                    .build()
-                    .into());
+                return end_failed(ctx, task_id, "StageFailed", message).await;
             }
             if stage.delay_after_ms > 0 {
                 // A durable timer: a worker restart during the pause resumes it, not restarts it.
@@ -223,18 +233,7 @@ impl RackOperationWorkflow {
                 "every stage ran; components failed in {}",
                 carried.join(" | ")
             );
-            let finish = FinishInput {
-                task_id,
-                status: TaskStatus::Failed,
-                message: message.clone(),
-            };
-            ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
-                .await?;
-            return Err(ApplicationFailure::builder(message)
-                .type_name("StagesFailed".to_owned())
-                .non_retryable(true)
-                .build()
-                .into());
+            return end_failed(ctx, task_id, "StagesFailed", message).await;
         }
         let finish = FinishInput {
             task_id,
