@@ -7,17 +7,22 @@ use uuid::Uuid;
 
 use super::client::{CliError, Client};
 
-/// A request body from a JSON or YAML file, or stdin for `-`.
-pub fn read_body(path: &str) -> Result<Value, CliError> {
-    let text = if path == "-" {
+/// The text of a file, or of stdin for `-`.
+pub fn read_text(path: &str) -> Result<String, CliError> {
+    if path == "-" {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
             .map_err(|e| CliError::Input(format!("reading stdin: {e}")))?;
-        text
+        Ok(text)
     } else {
-        std::fs::read_to_string(path).map_err(|e| CliError::Input(format!("{path}: {e}")))?
-    };
+        std::fs::read_to_string(path).map_err(|e| CliError::Input(format!("{path}: {e}")))
+    }
+}
+
+/// A request body from a JSON or YAML file, or stdin for `-`.
+pub fn read_body(path: &str) -> Result<Value, CliError> {
+    let text = read_text(path)?;
     // JSON first for its precise error messages; YAML (a superset) when that fails.
     serde_json::from_str(&text).or_else(|json_error| {
         serde_yaml::from_str::<Value>(&text).map_err(|yaml_error| {

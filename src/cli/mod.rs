@@ -7,7 +7,9 @@ pub mod list;
 pub mod nvl;
 pub mod operations;
 pub mod output;
+pub mod plan;
 pub mod racks;
+pub mod rules;
 pub mod schedules;
 pub mod tasks;
 pub mod watch;
@@ -70,6 +72,11 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: tasks::TaskCommand,
     },
+    /// Operation rules: list, get, create, replace, delete, versions, default; attach to racks.
+    Rule {
+        #[command(subcommand)]
+        command: rules::RuleCommand,
+    },
     /// Task schedules: create, list, get, pause, resume, trigger, runs, delete.
     Schedule {
         #[command(subcommand)]
@@ -122,6 +129,7 @@ async fn dispatch(
         ClientCommand::Power { command } => operations::power(client, format, command).await,
         ClientCommand::Firmware { command } => operations::firmware(client, format, command).await,
         ClientCommand::Task { command } => tasks::run(client, format, command).await,
+        ClientCommand::Rule { command } => rules::run(client, format, command).await,
         ClientCommand::Schedule { command } => schedules::run(client, format, command).await,
         ClientCommand::Completions { .. } => Ok(0),
     }

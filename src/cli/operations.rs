@@ -1,13 +1,14 @@
-//! `flow power …` and `flow firmware upgrade`: submit an operation, print its tasks, optionally wait.
+//! `flow power …` and `flow firmware upgrade`: submit an operation (or plan it with `--dry-run`),
+//! print its tasks, optionally wait.
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use reqwest::Method;
 use serde_json::{Map, Value, json};
 
 use super::client::{CliError, Client, exit};
 use super::input::rack_ref;
 use super::output::{self, Format, Table, cell};
-use super::watch;
+use super::{plan, watch};
 
 /// Options every operation takes.
 #[derive(Debug, Clone, Args)]
@@ -21,6 +22,13 @@ pub struct Submit {
     /// Retrying with the same key returns the first answer instead of starting new tasks.
     #[arg(long)]
     pub idempotency_key: Option<String>,
+    /// Run this stored operation rule (id) instead of the rack's, the default or the built-in one.
+    #[arg(long, value_name = "RULE_ID")]
+    pub rule: Option<String>,
+    /// Print the plan per rack (rule, stages, components, time bound) and create nothing; exit 4
+    /// when a rack would be refused.
+    #[arg(long, conflicts_with_all = ["wait", "idempotency_key"])]
+    pub dry_run: bool,
 }
 
 /// Which racks (and which of their component types) an operation touches.
@@ -62,6 +70,27 @@ pub struct PowerArgs {
     pub submit: Submit,
 }
 
+/// How `flow power reset` resets.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ResetMode {
+    /// Everything off in safe order, then on again (`--forced` skips the graceful shutdown).
+    Restart,
+    /// Compute and NVSwitch trays reset through their BMCs, power stays on.
+    Warm,
+    /// A full AC cycle, with a pause for power to drain.
+    Cold,
+}
+
+/// Options of `flow power reset`.
+#[derive(Debug, Clone, Args)]
+pub struct ResetArgs {
+    #[command(flatten)]
+    pub power: PowerArgs,
+    /// `restart` (the server's default), `warm` or `cold`.
+    #[arg(long, value_enum)]
+    pub mode: Option<ResetMode>,
+}
+
 /// `flow power …`
 #[derive(Debug, Subcommand)]
 pub enum PowerCommand {
@@ -69,8 +98,9 @@ pub enum PowerCommand {
     On(PowerArgs),
     /// Power off in reverse order.
     Off(PowerArgs),
-    /// Everything off, then everything on, in safe order.
-    Reset(PowerArgs),
+    /// Reset: off and on in safe order (`--mode restart`), through the BMCs (`warm`), or an AC
+    /// cycle (`cold`).
+    Reset(ResetArgs),
 }
 
 /// `flow firmware …`
@@ -112,12 +142,15 @@ pub async fn power(
     format: Format,
     command: &PowerCommand,
 ) -> Result<u8, CliError> {
-    let (operation, args) = match command {
-        PowerCommand::On(args) => ("power-on", args),
-        PowerCommand::Off(args) => ("power-off", args),
-        PowerCommand::Reset(args) => ("power-reset", args),
+    let (operation, args, mode) = match command {
+        PowerCommand::On(args) => ("power-on", args, None),
+        PowerCommand::Off(args) => ("power-off", args, None),
+        PowerCommand::Reset(args) => ("power-reset", &args.power, args.mode),
     };
     let mut body = target_spec(&args.targets);
+    if let Some(mode) = mode.and_then(|m| m.to_possible_value()) {
+        body.insert("mode".into(), json!(mode.get_name()));
+    }
     if args.forced {
         if operation == "power-on" {
             return Err(CliError::Usage(
@@ -205,9 +238,14 @@ pub async fn submit(
     if let Some(description) = &submit.description {
         body["description"] = json!(description);
     }
-    let mut request = client
-        .request(Method::POST, &format!("/v1/operations/{operation}"))
-        .json(&body);
+    if let Some(rule) = &submit.rule {
+        body["rule_id"] = json!(rule);
+    }
+    let path = format!("/v1/operations/{operation}");
+    if submit.dry_run {
+        return plan::dry_run(client, format, &path, &body).await;
+    }
+    let mut request = client.request(Method::POST, &path).json(&body);
     if let Some(key) = &submit.idempotency_key {
         request = request.header("idempotency-key", key);
     }

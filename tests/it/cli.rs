@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use crate::ops_on_both_backends;
 use crate::support::ops::{Ops, OpsBuilder};
 
+mod rules;
+
 ops_on_both_backends!(
     the_cli_creates_a_rack_from_yaml_finds_it_lists_it_and_maps_each_error_to_its_exit_code,
     power_on_with_wait_succeeds_a_failing_device_exits_1_and_watch_follows_a_running_task: |b: OpsBuilder| b.sim(|s| {
@@ -50,9 +52,13 @@ async fn flow(url: &str, args: &[&str]) -> Run {
 
 /// Serves the test's router on a free local port; the server stops when the test's runtime does.
 async fn serve(ops: &Ops) -> String {
+    serve_router(ops.app.router.clone()).await
+}
+
+/// Serves `router` on a free local port, for tests that need no workflow engine.
+async fn serve_router(router: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let router = ops.app.router.clone();
     tokio::spawn(async move { axum::serve(listener, router).await });
     url
 }
