@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Writes the pgbench scripts of scripts/bench: the SQL Flow runs for a lookup by serial, and one
-GB200 rack's rows (rack, 37 components, 71 BMCs) inserted in one transaction.
+"""Writes the pgbench scripts of scripts/bench: the statement Flow runs for a lookup by serial, and
+one GB200 rack's rows (rack, 37 components, 71 BMCs) inserted in one transaction.
 
 usage: sql.py lookup FILE | sql.py import FILE"""
 
 import sys
 
-# Read src/inventory/components.rs (get_by_serial, then load_bmcs in src/inventory/rows.rs).
+# The statement Flow runs for a lookup by serial: COMPONENT_BY_SERIAL in src/inventory/rows.rs
+# (the component joined with its live BMCs, one round trip).
 LOOKUP = """\
 \\set i random(0, :nracks * 18 - 1)
 \\set r :i / 18
 \\set k :i % 18
-SELECT id AS cid FROM (SELECT id, rack_id, type, name, manufacturer, manufacturer_key, model, serial_number, firmware_version, description, slot_id, tray_idx, host_id, external_id, power_state, revision, created_at, updated_at, deleted_at FROM components WHERE manufacturer_key = 'wiwynn' AND serial_number = 'S' || lpad(:r::text, 7, '0') || '-C' || lpad(:k::text, 2, '0') AND deleted_at IS NULL LIMIT 1) c \\gset
-SELECT id, component_id, type, mac_address, ip_address, created_at, deleted_at FROM bmcs WHERE component_id IN (:cid::uuid) AND deleted_at IS NULL ORDER BY type DESC, mac_address ASC;
+SELECT c.id, c.rack_id, c.type, c.name, c.manufacturer, c.manufacturer_key, c.model, c.serial_number, c.firmware_version, c.description, c.slot_id, c.tray_idx, c.host_id, c.external_id, c.power_state, c.revision, c.created_at, c.updated_at, c.deleted_at, b.id, b.type, b.mac_address, b.ip_address FROM components c LEFT JOIN bmcs b ON b.component_id = c.id AND b.deleted_at IS NULL WHERE c.manufacturer_key = 'wiwynn' AND c.serial_number = 'S' || lpad(:r::text, 7, '0') || '-C' || lpad(:k::text, 2, '0') AND c.deleted_at IS NULL;
 """
 
 # The rack shape of bench.py's rack_body: (kind, tag, count, manufacturer, model, first slot, BMCs).

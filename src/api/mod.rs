@@ -18,13 +18,13 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{Request, StatusCode};
+use axum::http::{Request, Response, StatusCode};
 use axum::response::IntoResponse;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::CorsLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tower_http::trace::{OnResponse, TraceLayer};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
@@ -82,8 +82,26 @@ pub fn router(state: AppState) -> Router {
             let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
             tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
         })
-        .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)))
+        .on_response(LogResponse))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+}
+
+/// Logs each response in the request's span: errors at INFO, successes at DEBUG. A formatted
+/// and written line per request cost the lookup path more CPU than its own query; enable
+/// `FLOW_LOG=info,flow::api=debug` to see every request.
+#[derive(Debug, Clone, Copy)]
+struct LogResponse;
+
+impl<B> OnResponse<B> for LogResponse {
+    fn on_response(self, response: &Response<B>, latency: Duration, _span: &tracing::Span) {
+        let status = response.status().as_u16();
+        let latency_ms = latency.as_secs_f64() * 1000.0;
+        if status >= 400 {
+            tracing::info!(status, latency_ms, "finished processing request");
+        } else {
+            tracing::debug!(status, latency_ms, "finished processing request");
+        }
+    }
 }
 
 async fn not_found(uri: axum::http::Uri) -> Problem {

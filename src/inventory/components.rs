@@ -4,7 +4,6 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    Select,
 };
 use uuid::Uuid;
 
@@ -13,7 +12,7 @@ use super::query::{
     Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
 };
 use super::racks;
-use super::rows::{bmc_from_row, component_from_row, with_bmcs};
+use super::rows::{COMPONENT_BY_ID, COMPONENT_BY_SERIAL, lookup_component, with_bmcs};
 use super::uniqueness::{Candidate, ensure_unique, mac_clashes, on_unique};
 use crate::db::entities::{bmcs, components};
 use crate::error::{Error, Result};
@@ -193,32 +192,9 @@ pub(crate) async fn find_live_row(
         .await?)
 }
 
-/// The first live component `query` finds, with its BMCs, in one statement: lookups are the
-/// hottest path of the API, and a second round trip for the BMCs doubled their cost.
-async fn first_with_bmcs(
-    db: &impl ConnectionTrait,
-    query: Select<components::Entity>,
-) -> Result<Option<Component>> {
-    let rows = query
-        .filter(components::Column::DeletedAt.is_null())
-        .find_with_related(bmcs::Entity)
-        .all(db)
-        .await?;
-    let Some((row, mut own)) = rows.into_iter().next() else {
-        return Ok(None);
-    };
-    own.retain(|b| b.deleted_at.is_none());
-    let mut bmcs = own
-        .into_iter()
-        .map(bmc_from_row)
-        .collect::<Result<Vec<_>>>()?;
-    bmcs.sort_by(super::rows::bmc_order);
-    component_from_row(row, bmcs).map(Some)
-}
-
 /// A live component by id.
 pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Component> {
-    first_with_bmcs(db, components::Entity::find_by_id(id))
+    lookup_component(db, COMPONENT_BY_ID, [id.into()])
         .await?
         .ok_or_else(|| Error::not_found("component", id))
 }
@@ -229,10 +205,8 @@ pub async fn get_by_serial(
     manufacturer: &str,
     serial: &str,
 ) -> Result<Component> {
-    let query = components::Entity::find()
-        .filter(components::Column::ManufacturerKey.eq(manufacturer_key(manufacturer)))
-        .filter(components::Column::SerialNumber.eq(serial));
-    first_with_bmcs(db, query)
+    let values = [manufacturer_key(manufacturer).into(), serial.into()];
+    lookup_component(db, COMPONENT_BY_SERIAL, values)
         .await?
         .ok_or_else(|| Error::not_found("component", format!("{manufacturer} {serial}")))
 }

@@ -55,6 +55,7 @@ async fn a_component_is_added_on_its_own_or_into_a_rack(app: TestApp) {
         ))
         .await;
     assert_eq!(r.body["rack"]["name"], "g10");
+    assert_eq!(r.body["component"]["bmcs"], json!([]), "{}", r.text);
 
     body["serial_number"] = json!("CDU-0003");
     body["rack_id"] = json!(uuid::Uuid::new_v4());
