@@ -12,7 +12,7 @@ LOOKUP = """\
 \\set i random(0, :nracks * 18 - 1)
 \\set r :i / 18
 \\set k :i % 18
-SELECT c.id, c.rack_id, c.type, c.name, c.manufacturer, c.manufacturer_key, c.model, c.serial_number, c.firmware_version, c.description, c.slot_id, c.tray_idx, c.host_id, c.external_id, c.power_state, c.revision, c.created_at, c.updated_at, c.deleted_at, b.id, b.type, b.mac_address, b.ip_address FROM components c LEFT JOIN bmcs b ON b.component_id = c.id AND b.deleted_at IS NULL WHERE c.manufacturer_key = 'wiwynn' AND c.serial_number = 'S' || lpad(:r::text, 7, '0') || '-C' || lpad(:k::text, 2, '0') AND c.deleted_at IS NULL;
+SELECT c.id, c.rack_id, c.type, c.name, c.manufacturer, c.manufacturer_key, c.model, c.serial_number, c.firmware_version, c.description, c.slot_id, c.tray_idx, c.host_id, c.external_id, c.power_state, c.revision, c.created_at, c.updated_at, c.deleted_at, c.observed_firmware_version, c.last_seen_at, b.id, b.type, b.mac_address, b.ip_address FROM components c LEFT JOIN bmcs b ON b.component_id = c.id AND b.deleted_at IS NULL WHERE c.manufacturer_key = 'wiwynn' AND c.serial_number = 'S' || lpad(:r::text, 7, '0') || '-C' || lpad(:k::text, 2, '0') AND c.deleted_at IS NULL;
 """
 
 # The rack shape of bench.py's rack_body: (kind, tag, count, manufacturer, model, first slot, BMCs).

@@ -191,7 +191,7 @@ pub async fn get_component_by_serial(
         return Err(Error::invalid("serial_number", "must not be empty").into());
     }
     let component =
-        components::get_by_serial(state.db(), &q.manufacturer, q.serial_number.trim()).await?;
+        components::find_by_serial(state.db(), &q.manufacturer, q.serial_number.trim()).await?;
     respond_with_rack(&state, component, q.with_rack).await
 }
 
@@ -232,7 +232,7 @@ pub async fn get_component(
     Query(q): Query<WithRackQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
-    let component = components::get(state.db(), id).await?;
+    let component = components::find(state.db(), id).await?;
     respond_with_rack(&state, component, q.with_rack).await
 }
 

@@ -7,12 +7,13 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::lookup::{self, COMPONENT_BY_ID, COMPONENT_BY_SERIAL, Key, lookup_component};
 use super::model::{Bmc, Component, ComponentPatch, ComponentType, NewBmc, NewComponent, Rack};
 use super::query::{
     Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
 };
 use super::racks;
-use super::rows::{COMPONENT_BY_ID, COMPONENT_BY_SERIAL, lookup_component, with_bmcs};
+use super::rows::with_bmcs;
 use super::uniqueness::{Candidate, ensure_unique, mac_clashes, on_unique};
 use crate::db::entities::{bmcs, components};
 use crate::error::{Error, Result};
@@ -209,6 +210,31 @@ pub async fn get_by_serial(
     lookup_component(db, COMPONENT_BY_SERIAL, values)
         .await?
         .ok_or_else(|| Error::not_found("component", format!("{manufacturer} {serial}")))
+}
+
+/// [`get`] outside any transaction, the API's read path.
+pub async fn find(db: &DatabaseConnection, id: Uuid) -> Result<Component> {
+    lookup::lookup_pooled(db, Key::Id(id))
+        .await?
+        .ok_or_else(|| Error::not_found("component", id))
+}
+
+/// [`get_by_serial`] outside any transaction, the API's read path.
+pub async fn find_by_serial(
+    db: &DatabaseConnection,
+    manufacturer: &str,
+    serial: &str,
+) -> Result<Component> {
+    let key = manufacturer_key(manufacturer);
+    let found = lookup::lookup_pooled(
+        db,
+        Key::Serial {
+            manufacturer_key: &key,
+            serial,
+        },
+    )
+    .await?;
+    found.ok_or_else(|| Error::not_found("component", format!("{manufacturer} {serial}")))
 }
 
 /// The live component that owns a BMC with this MAC.

@@ -4,6 +4,7 @@
 //! taking any connection or transaction so callers can compose them.
 
 pub mod components;
+mod lookup;
 pub mod model;
 pub mod nvl;
 pub mod query;

@@ -2,10 +2,7 @@
 
 use std::collections::HashMap;
 
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QueryResult, Statement,
-    Value,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 use uuid::Uuid;
 
 use super::model::{Bmc, BmcType, Component, ComponentType, Location, Position, PowerState, Rack};
@@ -39,7 +36,7 @@ pub(crate) fn bmc_from_row(row: bmcs::Model) -> Result<Bmc> {
     bmc_from_parts(row.id, &row.r#type, row.mac_address, row.ip_address)
 }
 
-fn bmc_from_parts(
+pub(crate) fn bmc_from_parts(
     id: Uuid,
     kind: &str,
     mac_address: String,
@@ -191,85 +188,4 @@ pub(crate) async fn attach_components(db: &impl ConnectionTrait, racks: &mut [Ra
         rack.components = Some(by_rack.remove(&rack.id).unwrap_or_default());
     }
     Ok(())
-}
-
-/// A live component joined with its live BMCs: one row per BMC, or one row with NULL BMC
-/// columns when it has none. The text is fixed rather than built: lookups are the API's hottest
-/// path, and a constant statement costs no query building per request, is prepared once per
-/// pooled connection, and is read by column position instead of by (allocated) prefixed name.
-/// `$n` placeholders work on both backends.
-macro_rules! lookup_sql {
-    ($condition:literal) => {
-        concat!(
-            "SELECT c.id, c.rack_id, c.type, c.name, c.manufacturer, c.manufacturer_key, c.model, ",
-            "c.serial_number, c.firmware_version, c.description, c.slot_id, c.tray_idx, c.host_id, ",
-            "c.external_id, c.power_state, c.revision, c.created_at, c.updated_at, c.deleted_at, ",
-            "b.id, b.type, b.mac_address, b.ip_address ",
-            "FROM components c LEFT JOIN bmcs b ON b.component_id = c.id AND b.deleted_at IS NULL ",
-            "WHERE ",
-            $condition,
-            " AND c.deleted_at IS NULL"
-        )
-    };
-}
-
-/// [`lookup_sql`] for a component id.
-pub(crate) const COMPONENT_BY_ID: &str = lookup_sql!("c.id = $1");
-/// [`lookup_sql`] for a manufacturer key and serial number (unique among live components).
-pub(crate) const COMPONENT_BY_SERIAL: &str =
-    lookup_sql!("c.manufacturer_key = $1 AND c.serial_number = $2");
-
-/// Runs a [`lookup_sql`] statement: the one live component it finds, with its BMCs in
-/// [`bmc_order`].
-pub(crate) async fn lookup_component(
-    db: &impl ConnectionTrait,
-    sql: &'static str,
-    values: impl IntoIterator<Item = Value>,
-) -> Result<Option<Component>> {
-    let statement = Statement::from_sql_and_values(db.get_database_backend(), sql, values);
-    let rows = db.query_all_raw(statement).await?;
-    let Some(first) = rows.first() else {
-        return Ok(None);
-    };
-    let row = component_model_at(first)?;
-    let mut bmcs = Vec::with_capacity(rows.len());
-    for r in &rows {
-        // Only NULL when the component has no BMC (the LEFT JOIN's lone row).
-        if let Some(id) = r.try_get_by_index::<Option<Uuid>>(19)? {
-            let kind: String = r.try_get_by_index(20)?;
-            bmcs.push(bmc_from_parts(
-                id,
-                &kind,
-                r.try_get_by_index(21)?,
-                r.try_get_by_index(22)?,
-            )?);
-        }
-    }
-    bmcs.sort_by(bmc_order);
-    component_from_row(row, bmcs).map(Some)
-}
-
-/// The component columns of a [`lookup_sql`] row, by position.
-fn component_model_at(r: &QueryResult) -> Result<components::Model> {
-    Ok(components::Model {
-        id: r.try_get_by_index(0)?,
-        rack_id: r.try_get_by_index(1)?,
-        r#type: r.try_get_by_index(2)?,
-        name: r.try_get_by_index(3)?,
-        manufacturer: r.try_get_by_index(4)?,
-        manufacturer_key: r.try_get_by_index(5)?,
-        model: r.try_get_by_index(6)?,
-        serial_number: r.try_get_by_index(7)?,
-        firmware_version: r.try_get_by_index(8)?,
-        description: r.try_get_by_index(9)?,
-        slot_id: r.try_get_by_index(10)?,
-        tray_idx: r.try_get_by_index(11)?,
-        host_id: r.try_get_by_index(12)?,
-        external_id: r.try_get_by_index(13)?,
-        power_state: r.try_get_by_index(14)?,
-        revision: r.try_get_by_index(15)?,
-        created_at: r.try_get_by_index(16)?,
-        updated_at: r.try_get_by_index(17)?,
-        deleted_at: r.try_get_by_index(18)?,
-    })
 }
