@@ -181,6 +181,9 @@ fn power_state(power: DevicePower) -> PowerState {
     }
 }
 
+/// External id, firmware version and power as a manager reported them.
+type ObservedValues = (Option<String>, Option<String>, Option<DevicePower>);
+
 /// Writes what managers saw into the observed columns only: the inventory's own fields (and the
 /// revision an `If-Match` checks) stay as the operator left them.
 pub async fn record_sightings(
@@ -188,27 +191,39 @@ pub async fn record_sightings(
     sightings: &[Sighting],
     now: DateTime<Utc>,
 ) -> Result<()> {
+    // Sightings with the same observed values are written by one statement per thousand ids:
+    // a rack's trays mostly report alike, so a site's sync is a few hundred statements rather
+    // than one per component.
+    let mut groups: HashMap<ObservedValues, Vec<Uuid>> = HashMap::new();
     for s in sightings {
-        let mut update = components::Entity::update_many()
-            .col_expr(components::Column::LastSeenAt, Expr::value(now))
-            .filter(components::Column::Id.eq(s.component_id))
-            .filter(components::Column::DeletedAt.is_null());
-        if let Some(power) = s.power {
-            update = update.col_expr(
-                components::Column::PowerState,
-                Expr::value(power_state(power).as_str()),
-            );
+        groups
+            .entry((s.external_id.clone(), s.firmware_version.clone(), s.power))
+            .or_default()
+            .push(s.component_id);
+    }
+    for ((external_id, firmware_version, power), ids) in groups {
+        for chunk in ids.chunks(1000) {
+            let mut update = components::Entity::update_many()
+                .col_expr(components::Column::LastSeenAt, Expr::value(now))
+                .filter(components::Column::Id.is_in(chunk.iter().copied()))
+                .filter(components::Column::DeletedAt.is_null());
+            if let Some(power) = power {
+                update = update.col_expr(
+                    components::Column::PowerState,
+                    Expr::value(power_state(power).as_str()),
+                );
+            }
+            if let Some(id) = &external_id {
+                update = update.col_expr(components::Column::ExternalId, Expr::value(id.clone()));
+            }
+            if let Some(version) = &firmware_version {
+                update = update.col_expr(
+                    components::Column::ObservedFirmwareVersion,
+                    Expr::value(version.clone()),
+                );
+            }
+            update.exec(db).await?;
         }
-        if let Some(id) = &s.external_id {
-            update = update.col_expr(components::Column::ExternalId, Expr::value(id.clone()));
-        }
-        if let Some(version) = &s.firmware_version {
-            update = update.col_expr(
-                components::Column::ObservedFirmwareVersion,
-                Expr::value(version.clone()),
-            );
-        }
-        update.exec(db).await?;
     }
     Ok(())
 }
