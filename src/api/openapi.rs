@@ -22,7 +22,8 @@ and rack-level operations on them. Errors are RFC 9457 `application/problem+json
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     // Referenced only through the shared operation responses, so listed here to be emitted.
-    components(schemas(crate::api::schema::operation::SubmissionDoc, crate::api::schema::operation::RejectionDoc)),
+    components(schemas(crate::api::schema::operation::SubmissionDoc, crate::api::schema::operation::RejectionDoc,
+        crate::api::schema::rule::DryRunDoc)),
     tags(
         (name = RACKS, description = "Expected racks and what they contain"),
         (name = COMPONENTS, description = "Trays, switches, power shelves and other devices, with their BMCs"),
