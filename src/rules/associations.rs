@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::model::Rule;
 use super::store;
-use crate::db::entities::{operation_rules, rack_rule_associations, racks};
-use crate::error::{Error, FieldError, Result};
+use crate::db::entities::{rack_rule_associations, racks};
+use crate::error::{Error, Result};
 
 /// The rule a rack runs for one operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,20 +52,7 @@ pub async fn associate(
 ) -> Result<(Association, bool)> {
     let txn = crate::db::begin_write(db).await?;
     live_rack(&txn, rack_id).await?;
-    let rule = operation_rules::Entity::find_by_id(rule_id)
-        .one(&txn)
-        .await?
-        .ok_or_else(|| Error::Unprocessable {
-            code: "rule_not_found",
-            message: format!("operation rule {rule_id} does not exist"),
-            errors: vec![FieldError::new("rule_id", "no such operation rule")],
-        })?;
-    if rule.operation != operation {
-        return Err(Error::invalid(
-            "rule_id",
-            format!("rule {rule_id} is for {}, not {operation}", rule.operation),
-        ));
-    }
+    super::resolve::check_requested(&txn, rule_id, operation).await?;
     let existing = rack_rule_associations::Entity::find_by_id((rack_id, operation.to_string()))
         .one(&txn)
         .await?;

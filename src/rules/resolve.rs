@@ -8,6 +8,19 @@ use super::model::{Rule, RuleSource};
 use super::{associations, builtin, store};
 use crate::error::{Error, FieldError, Result};
 
+/// A rule named by a caller: a missing one is the caller's `rule_id` at fault (422), not a 404
+/// of the resource asked for.
+async fn named(db: &impl ConnectionTrait, id: Uuid, missing: String) -> Result<Rule> {
+    store::get(db, id).await.map_err(|e| match e {
+        Error::NotFound { .. } => Error::Unprocessable {
+            code: "rule_not_found",
+            message: missing,
+            errors: vec![FieldError::new("rule_id", "no such operation rule")],
+        },
+        other => other,
+    })
+}
+
 /// Checks a rule named in a request before any task is created: it must exist and be written
 /// for the requested operation.
 pub async fn check_requested(
@@ -15,14 +28,12 @@ pub async fn check_requested(
     rule_id: Uuid,
     operation: &str,
 ) -> Result<()> {
-    let rule = store::get(db, rule_id).await.map_err(|e| match e {
-        Error::NotFound { .. } => Error::Unprocessable {
-            code: "rule_not_found",
-            message: format!("operation rule {rule_id} does not exist"),
-            errors: vec![FieldError::new("rule_id", "no such operation rule")],
-        },
-        other => other,
-    })?;
+    let rule = named(
+        db,
+        rule_id,
+        format!("operation rule {rule_id} does not exist"),
+    )
+    .await?;
     if rule.operation != operation {
         return Err(Error::invalid(
             "rule_id",
@@ -40,14 +51,8 @@ pub async fn resolve(
     operation: &str,
 ) -> Result<(Rule, RuleSource)> {
     if let Some(id) = requested {
-        let rule = store::get(db, id).await.map_err(|e| match e {
-            Error::NotFound { .. } => Error::Unprocessable {
-                code: "rule_not_found",
-                message: format!("the requested operation rule {id} no longer exists"),
-                errors: vec![FieldError::new("rule_id", "no such operation rule")],
-            },
-            other => other,
-        })?;
+        let message = format!("the requested operation rule {id} no longer exists");
+        let rule = named(db, id, message).await?;
         return Ok((rule, RuleSource::Request));
     }
     if let Some(rule) = associations::for_rack(db, rack_id, operation).await? {

@@ -1,6 +1,7 @@
 //! Tasks: one rack's share of an operation, from submission (conflict check, queueing) through
 //! its durable run to a terminal status, with a per-component report.
 
+mod admission;
 pub mod engine;
 mod idempotency;
 pub mod lease;

@@ -7,11 +7,12 @@ use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::admission::{self, Outcome};
 use super::model::{Footprint, TaskComponent, TaskStatus};
-use super::{resolve, store};
+use super::resolve;
 use crate::components::Device;
 use crate::error::Result;
-use crate::operations::model::{ConflictStrategy, MAX_WAITING_PER_RACK, Operation, OperationSpec};
+use crate::operations::model::{Operation, OperationSpec};
 use crate::operations::plan::{self, Plan};
 use crate::rules::resolve as rules;
 
@@ -85,36 +86,23 @@ pub async fn preview(db: &impl ConnectionTrait, spec: &OperationSpec) -> Result<
             task_type: spec.operation.task_type(),
             components: components.clone(),
         };
-        let active = store::on_rack(
-            db,
-            rack.rack_id,
-            &[TaskStatus::Pending, TaskStatus::Running],
-        )
-        .await?;
-        preview.conflicts = active
+        let admission =
+            admission::admit(db, rack.rack_id, &footprint, spec.conflict_strategy).await?;
+        preview.conflicts = admission
+            .blockers
             .iter()
-            .filter(|t| t.footprint().conflicts_with(&footprint))
             .map(|t| Blocker {
                 task_id: t.id,
                 operation: t.operation.code().to_string(),
                 status: t.status,
             })
             .collect();
-        if !preview.conflicts.is_empty() {
-            match spec.conflict_strategy {
-                ConflictStrategy::Reject => {
-                    preview.outcome = "reject";
-                    preview.reason = Some("rack_busy".into());
-                }
-                ConflictStrategy::Queue => {
-                    let waiting = store::on_rack(db, rack.rack_id, &[TaskStatus::Waiting]).await?;
-                    if waiting.len() >= MAX_WAITING_PER_RACK {
-                        preview.outcome = "reject";
-                        preview.reason = Some("queue_full".into());
-                    } else {
-                        preview.outcome = "queue";
-                    }
-                }
+        match admission.outcome {
+            Outcome::Start => {}
+            Outcome::Queue { .. } => preview.outcome = "queue",
+            Outcome::Reject { code, .. } => {
+                preview.outcome = "reject";
+                preview.reason = Some(code.into());
             }
         }
         let devices = devices(db, rack.rack_id, &components).await?;

@@ -10,13 +10,14 @@ use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::admission::{self, Outcome};
 use super::engine::{EngineError, RunState, WorkflowEngine};
 use super::model::{Footprint, StepStatus, Task, TaskComponent, TaskStatus};
 use super::resolve::{self, RackWork};
 use super::{lease, preview, store};
 use crate::app::Clock;
 use crate::error::{Error, FieldError, Result};
-use crate::operations::model::{ConflictStrategy, MAX_WAITING_PER_RACK, OperationSpec};
+use crate::operations::model::OperationSpec;
 
 /// Why one rack got no task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,40 +191,16 @@ impl TaskService {
         };
         let txn = crate::db::begin_write(&self.db).await?;
         store::lock_rack(&txn, rack.rack_id).await?;
-        let active = store::on_rack(
-            &txn,
-            rack.rack_id,
-            &[TaskStatus::Pending, TaskStatus::Running],
-        )
-        .await?;
-        let blocker = active
-            .iter()
-            .find(|t| t.footprint().conflicts_with(&footprint));
-        let (status, message, expires) = match (blocker, spec.conflict_strategy) {
-            (None, _) => (TaskStatus::Pending, "pending".to_string(), None),
-            (Some(b), ConflictStrategy::Reject) => {
-                return Ok(Err(reject(
-                    "rack_busy",
-                    format!(
-                        "conflicts with {} task {} ({})",
-                        b.operation.code(),
-                        b.id,
-                        b.status.as_str()
-                    ),
-                )));
-            }
-            (Some(b), ConflictStrategy::Queue) => {
-                let waiting = store::on_rack(&txn, rack.rack_id, &[TaskStatus::Waiting]).await?;
-                if waiting.len() >= MAX_WAITING_PER_RACK {
-                    return Ok(Err(reject(
-                        "queue_full",
-                        format!("{} tasks already wait on this rack", waiting.len()),
-                    )));
-                }
+        let admission =
+            admission::admit(&txn, rack.rack_id, &footprint, spec.conflict_strategy).await?;
+        let (status, message, expires) = match admission.outcome {
+            Outcome::Start => (TaskStatus::Pending, "pending".to_string(), None),
+            Outcome::Reject { code, reason } => return Ok(Err(reject(code, reason))),
+            Outcome::Queue { behind } => {
                 let expires = now + Duration::seconds(spec.queue_timeout_secs as i64);
                 (
                     TaskStatus::Waiting,
-                    format!("queued behind task {}", b.id),
+                    format!("queued behind task {behind}"),
                     Some(expires),
                 )
             }
