@@ -190,6 +190,11 @@ pub trait Inventory: Send + Sync {
         devices: &[Device],
         everything: bool,
     ) -> Result<InventoryReport, DeviceError>;
+
+    /// The [`Observation::address`] this manager reports `device` under, `None` when it cannot
+    /// know the device (no PMC MAC, say): what tells a listed device from an unexpected one
+    /// without holding every expected device at once.
+    fn address(&self, device: &Device) -> Option<String>;
 }
 
 /// The providers configured for one component type; a missing capability is `None`.

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use uuid::Uuid;
 
 use crate::components::Device;
@@ -13,27 +13,33 @@ use crate::inventory::rows::load_bmcs;
 use crate::operations::model::TargetSpec;
 use crate::tasks::resolve::{self, DRIVEN_TYPES};
 
-/// Every live component of a driven type, in a rack or not.
-pub async fn all_devices(db: &impl ConnectionTrait) -> Result<Vec<Device>> {
-    let rows = components::Entity::find()
+/// One page of the live components of driven types, in a rack or not, in id order after
+/// `after`: the sync and a whole-site validation walk the inventory this way, so their memory
+/// does not grow with the site.
+pub async fn devices_page(
+    db: &impl ConnectionTrait,
+    after: Option<Uuid>,
+    limit: u64,
+) -> Result<Vec<Device>> {
+    let mut query = components::Entity::find()
         .filter(components::Column::DeletedAt.is_null())
-        .filter(components::Column::Type.is_in(DRIVEN_TYPES.iter().map(|k| k.as_str())))
-        .order_by_asc(components::Column::Type)
+        .filter(components::Column::Type.is_in(DRIVEN_TYPES.iter().map(|k| k.as_str())));
+    if let Some(after) = after {
+        query = query.filter(components::Column::Id.gt(after));
+    }
+    let rows = query
         .order_by_asc(components::Column::Id)
+        .limit(limit)
         .all(db)
         .await?;
     let rack_ids: HashSet<Uuid> = rows.iter().filter_map(|r| r.rack_id).collect();
-    let mut names: HashMap<Uuid, String> = HashMap::new();
-    let ids: Vec<Uuid> = rack_ids.into_iter().collect();
-    for chunk in ids.chunks(500) {
-        for rack in racks::Entity::find()
-            .filter(racks::Column::Id.is_in(chunk.iter().copied()))
-            .all(db)
-            .await?
-        {
-            names.insert(rack.id, rack.name);
-        }
-    }
+    let names: HashMap<Uuid, String> = racks::Entity::find()
+        .filter(racks::Column::Id.is_in(rack_ids))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|rack| (rack.id, rack.name))
+        .collect();
     let component_ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let mut bmcs = load_bmcs(db, &component_ids).await?;
     let mut devices = Vec::with_capacity(rows.len());

@@ -12,6 +12,7 @@ pub mod observe;
 pub mod store;
 pub mod sync;
 pub mod validate;
+pub mod walk;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;

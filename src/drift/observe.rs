@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::components::registry::Registry;
-use crate::components::{Device, DeviceError, InventoryReport};
+use crate::components::{Device, DeviceError, Inventory, InventoryReport};
 use crate::inventory::model::ComponentType;
 
 /// One manager's answer for one component type.
@@ -27,6 +27,15 @@ pub struct Observed {
     pub unchecked: Vec<Device>,
 }
 
+/// A manager that reports what it sees of one component type.
+#[derive(Clone)]
+pub struct Source {
+    /// `<type>/<provider>`.
+    pub name: String,
+    pub kind: ComponentType,
+    pub inventory: Arc<dyn Inventory>,
+}
+
 /// Asks the managers of a [`Registry`] what they see.
 #[derive(Debug, Clone)]
 pub struct Observer {
@@ -39,13 +48,40 @@ impl Observer {
         Self { registry, timeout }
     }
 
-    /// The sources this observer asks, whatever the devices.
-    pub fn sources(&self) -> Vec<String> {
+    /// Every manager that reports what it sees, one per component type.
+    pub fn managers(&self) -> Vec<Source> {
         self.registry
             .sets()
-            .filter(|(_, set)| set.inventory.is_some())
-            .map(|(kind, set)| source_name(kind, &set.name))
+            .filter_map(|(kind, set)| {
+                Some(Source {
+                    name: source_name(kind, &set.name),
+                    kind,
+                    inventory: set.inventory.clone()?,
+                })
+            })
             .collect()
+    }
+
+    /// The sources this observer asks, whatever the devices.
+    pub fn sources(&self) -> Vec<String> {
+        self.managers().into_iter().map(|s| s.name).collect()
+    }
+
+    /// One call to one manager, bounded by the observer's deadline.
+    pub async fn ask(
+        &self,
+        source: &Source,
+        devices: &[Device],
+        everything: bool,
+    ) -> Result<InventoryReport, DeviceError> {
+        let call = source.inventory.observe(source.kind, devices, everything);
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(DeviceError::Unreachable(format!(
+                "{}: no answer within {:?}",
+                source.name, self.timeout
+            ))),
+        }
     }
 
     /// Observes `devices`; with `everything`, every configured type is asked even when no
@@ -55,40 +91,26 @@ impl Observer {
         for device in devices {
             by_kind.entry(device.kind).or_default().push(device);
         }
-        let mut observed = Observed::default();
         let mut calls = Vec::new();
-        for (kind, set) in self.registry.sets() {
-            let Some(inventory) = set.inventory.clone() else {
-                continue;
-            };
-            let devices = by_kind.remove(&kind).unwrap_or_default();
+        for source in self.managers() {
+            let devices = by_kind.remove(&source.kind).unwrap_or_default();
             if devices.is_empty() && !everything {
                 continue;
             }
-            let (source, timeout) = (source_name(kind, &set.name), self.timeout);
             calls.push(async move {
-                let outcome = match tokio::time::timeout(
-                    timeout,
-                    inventory.observe(kind, &devices, everything),
-                )
-                .await
-                {
-                    Ok(outcome) => outcome,
-                    Err(_) => Err(DeviceError::Unreachable(format!(
-                        "{source}: no answer within {timeout:?}"
-                    ))),
-                };
+                let outcome = self.ask(&source, &devices, everything).await;
                 SourceResult {
-                    source,
-                    kind,
+                    source: source.name,
+                    kind: source.kind,
                     devices,
                     outcome,
                 }
             });
         }
-        observed.sources = futures::future::join_all(calls).await;
-        observed.unchecked = by_kind.into_values().flatten().collect();
-        observed
+        Observed {
+            sources: futures::future::join_all(calls).await,
+            unchecked: by_kind.into_values().flatten().collect(),
+        }
     }
 }
 

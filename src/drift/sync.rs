@@ -1,15 +1,15 @@
-//! The periodic drift sync: observe everything, then in one transaction replace each answering
-//! source's drift, keep a silent source's drift (stale), and record observed values. A database
-//! lease makes it run in one Flow process at a time, however many run the loop.
+//! The periodic drift sync: walk the inventory page by page recording observed values, then in
+//! one transaction replace each answering source's drift and keep a silent source's (stale). A
+//! database lease makes it run in one Flow process at a time, however many run the loop.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use sea_orm::DatabaseConnection;
 
-use super::compare;
 use super::observe::Observer;
-use super::{expected, store};
+use super::store;
+use super::walk::{PAGE, Walk};
 use crate::app::Clock;
 use crate::db;
 use crate::error::Result;
@@ -39,6 +39,8 @@ pub struct DriftSync {
     clock: Arc<dyn Clock>,
     /// How long a holder keeps the lease without renewing it.
     lease_ttl: Duration,
+    /// Expected devices compared (and their sightings written) per round.
+    page: u64,
 }
 
 impl DriftSync {
@@ -53,39 +55,58 @@ impl DriftSync {
             observer,
             clock,
             lease_ttl,
+            page: PAGE,
         }
+    }
+
+    /// Walks the inventory `page` devices at a time instead of [`PAGE`].
+    pub fn with_page(mut self, page: u64) -> Self {
+        self.page = page;
+        self
     }
 
     fn ttl(&self) -> chrono::Duration {
         chrono::Duration::from_std(self.lease_ttl).unwrap_or_else(|_| chrono::Duration::minutes(5))
     }
 
-    /// One sync, if `holder` gets (or already has) the lease.
+    /// One sync, if `holder` gets (or already has) the lease. Observed values are written a
+    /// page at a time, each in a short transaction that renews the lease; drift is replaced at
+    /// the end, per source, in one transaction. A holder whose lease lapsed (and was taken over)
+    /// stops at its next write, so two processes never both record a cycle.
     pub async fn run_once(&self, holder: &str) -> Result<SyncRun> {
         if !lease::acquire(&self.db, LEASE, holder, self.ttl(), self.clock.now()).await? {
             return Ok(SyncRun::Skipped);
         }
-        let devices = expected::all_devices(&self.db).await?;
-        let observed = self.observer.observe(devices, true).await;
+        let mut walk = Walk::start(&self.db, &self.observer, self.page).await;
+        while let Some(sightings) = walk.next_page().await? {
+            if sightings.is_empty() {
+                continue;
+            }
+            let now = self.clock.now();
+            let txn = db::begin_write(&self.db).await?;
+            if !lease::acquire(&txn, LEASE, holder, self.ttl(), now).await? {
+                txn.rollback().await?;
+                return Ok(SyncRun::Skipped);
+            }
+            store::record_sightings(&txn, &sightings, now).await?;
+            txn.commit().await?;
+        }
+        let outcome = walk.finish();
         let now = self.clock.now();
         let txn = db::begin_write(&self.db).await?;
-        // Renewed inside the write: a holder whose lease lapsed while it observed (and was
-        // taken over) writes nothing, so two processes never both record a cycle.
         if !lease::acquire(&txn, LEASE, holder, self.ttl(), now).await? {
             txn.rollback().await?;
             return Ok(SyncRun::Skipped);
         }
         let (mut answered, mut unreachable, mut drift) = (Vec::new(), Vec::new(), 0);
-        for source in &observed.sources {
-            match &source.outcome {
-                Ok(report) => {
-                    let comparison = compare::compare(source.kind, &source.devices, report);
-                    store::replace_source(&txn, &source.source, &comparison.diffs, now).await?;
-                    store::record_sightings(&txn, &comparison.sightings, now).await?;
-                    drift += comparison.diffs.len();
-                    answered.push(source.source.clone());
+        for source in outcome.sources {
+            match &source.error {
+                None => {
+                    store::replace_source(&txn, &source.source, &source.diffs, now).await?;
+                    drift += source.diffs.len();
+                    answered.push(source.source);
                 }
-                Err(error) => {
+                Some(error) => {
                     tracing::warn!(source = %source.source, %error, "drift sync: source did not answer; keeping its previous drift");
                     store::mark_unreachable(
                         &txn,
@@ -95,7 +116,7 @@ impl DriftSync {
                         now,
                     )
                     .await?;
-                    unreachable.push(source.source.clone());
+                    unreachable.push(source.source);
                 }
             }
         }

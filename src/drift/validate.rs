@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use super::compare::{self, Comparison};
 use super::observe::{Observed, Observer};
+use super::walk::{PAGE, Walk};
 use super::{Diff, Summary, Validation, expected};
 use crate::error::Result;
 use crate::operations::model::TargetSpec;
@@ -17,11 +18,34 @@ pub async fn validate(
     observer: &Observer,
     targets: Option<&TargetSpec>,
 ) -> Result<Validation> {
-    let (devices, everything) = match targets {
-        Some(targets) => (expected::target_devices(db, targets).await?, false),
-        None => (expected::all_devices(db).await?, true),
+    let Some(targets) = targets else {
+        return everything(db, observer).await;
     };
-    Ok(assemble(&observer.observe(devices, everything).await))
+    let devices = expected::target_devices(db, targets).await?;
+    Ok(assemble(&observer.observe(devices, false).await))
+}
+
+/// Every expected device, page by page, and every device the managers have that Flow does
+/// not know about.
+async fn everything(db: &impl ConnectionTrait, observer: &Observer) -> Result<Validation> {
+    let mut walk = Walk::start(db, observer, PAGE).await;
+    while walk.next_page().await?.is_some() {}
+    let outcome = walk.finish();
+    let mut validation = Validation {
+        summary: Summary {
+            unchecked: outcome.unchecked,
+            ..Summary::default()
+        },
+        diffs: Vec::new(),
+    };
+    for source in outcome.sources {
+        validation.summary.matched += source.matched;
+        for diff in source.diffs {
+            validation.summary.count(diff.kind);
+            validation.diffs.push(diff);
+        }
+    }
+    Ok(validation)
 }
 
 /// Validates one rack's devices (404 when the rack does not exist).

@@ -125,6 +125,7 @@ mod managed {
         a_manager_that_does_not_answer_is_unreachable_not_missing_and_its_drift_is_kept_stale,
         drift_sync_records_drift_and_observed_fields_without_touching_expected_data,
         two_processes_syncing_at_once_write_once,
+        a_sync_one_device_at_a_time_records_what_a_single_pass_does,
         bad_validation_input_is_refused_naming_the_field,
         flow_rack_validate_prints_the_differences_and_exits_1,
     );
@@ -189,18 +190,25 @@ async fn validation_reports_missing_unexpected_and_mismatched_firmware(h: Harnes
     let unexpected = diffs_of(&r.body, "unexpected");
     assert_eq!(unexpected[0]["external_id"], STRAY);
     assert!(unexpected[0].get("component_id").is_none());
-    // One batched call per manager: PSM was asked once, for every shelf.
+    // Batched, never one call per shelf: PSM lists every shelf it has once (what finds the
+    // stray), then is asked for the expected shelves a page at a time (one page here).
     let asked: Vec<_> = h
         .psm
         .calls()
         .into_iter()
         .filter(|c| c.rpc == "GetPowershelves")
         .collect();
-    assert_eq!(asked.len(), 1);
+    assert_eq!(asked.len(), 2, "{asked:?}");
     assert!(
         asked[0].macs.is_empty(),
         "everything: PSM lists all shelves"
     );
+    assert_eq!(
+        asked[1].macs.len(),
+        2,
+        "the rack's two shelves in one batch"
+    );
+    assert!(!asked[1].macs.iter().any(|m| m == STRAY));
 
     // The rack alone: the same, except that a stray shelf belongs to no rack.
     let r = h.app.get(&format!("/v1/racks/{rack_id}/validation")).await;
@@ -399,6 +407,63 @@ async fn drift_sync_records_drift_and_observed_fields_without_touching_expected_
     );
 }
 
+/// Drift rows as (source, kind, component, address), sorted: what two syncs must agree on.
+async fn drift_rows(app: &TestApp) -> Vec<(String, String, String, String)> {
+    let r = app.get("/v1/drift?limit=100").await;
+    let mut rows: Vec<_> = r.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let s = |k: &str| d[k].as_str().unwrap_or_default().to_string();
+            (s("source"), s("kind"), s("component_id"), s("address"))
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+async fn a_sync_one_device_at_a_time_records_what_a_single_pass_does(h: Harness) {
+    let rack = h.drifted_rack().await;
+    // Pages of one: the stray is found by elimination across pages, and a shelf PSM has is
+    // claimed by its own page, never reported as unexpected because another page lacked it.
+    match h.sync().with_page(1).run_once("a").await.unwrap() {
+        SyncRun::Ran {
+            drift, unreachable, ..
+        } => {
+            assert_eq!(drift, 3);
+            assert!(unreachable.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    let paged = drift_rows(&h.app).await;
+    let kinds: Vec<&str> = paged.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(kinds, ["mismatch", "missing", "unexpected"], "{paged:?}");
+    assert_eq!(paged[2].3, STRAY);
+    let shelf_calls: Vec<_> = h
+        .psm
+        .calls()
+        .into_iter()
+        .filter(|c| c.rpc == "GetPowershelves")
+        .collect();
+    assert_eq!(
+        shelf_calls.len(),
+        3,
+        "one listing, then one call per shelf page"
+    );
+    assert!(shelf_calls[1..].iter().all(|c| c.macs.len() == 1));
+    let pwr0 = component_id(&rack, "r0001-pwr0");
+    let c = h.app.get(&format!("/v1/components/{pwr0}")).await;
+    assert_eq!(c.body["component"]["observed_firmware_version"], "1.1.9");
+
+    h.sync().run_once("a").await.unwrap();
+    assert_eq!(
+        drift_rows(&h.app).await,
+        paged,
+        "one page finds the same drift"
+    );
+}
+
 async fn two_processes_syncing_at_once_write_once(h: Harness) {
     h.drifted_rack().await;
     let (a, b) = (h.sync(), h.sync());
@@ -417,7 +482,10 @@ async fn two_processes_syncing_at_once_write_once(h: Harness) {
         .into_iter()
         .filter(|c| c.rpc == "GetPowershelves")
         .count();
-    assert_eq!(asked, 1, "the skipped process did not even ask");
+    assert_eq!(
+        asked, 2,
+        "the winner listed PSM's shelves and asked for its page; the skipped process did not ask"
+    );
     // The holder keeps the lease; the other keeps being skipped until it lapses or is given up.
     let winner = if matches!(runs[0], SyncRun::Ran { .. }) {
         "process-a"

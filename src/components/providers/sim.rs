@@ -215,6 +215,24 @@ impl SimDevice {
     }
 }
 
+/// A device as the simulated world has it before anything drove it.
+fn pristine(device: &Device, power: DevicePower) -> SimDevice {
+    SimDevice {
+        kind: device.kind,
+        serial: device.serial_number.clone(),
+        model: device.model.clone(),
+        power,
+        firmware: device
+            .firmware_version
+            .clone()
+            .unwrap_or_else(|| "1.0.0".into()),
+        update: None,
+        registered: false,
+        external_id: None,
+        calls: 0,
+    }
+}
+
 fn device_entry<'a>(
     state: &'a mut State,
     device: &Device,
@@ -223,20 +241,7 @@ fn device_entry<'a>(
     state
         .devices
         .entry(device.component_id)
-        .or_insert_with(|| SimDevice {
-            kind: device.kind,
-            serial: device.serial_number.clone(),
-            model: device.model.clone(),
-            power,
-            firmware: device
-                .firmware_version
-                .clone()
-                .unwrap_or_else(|| "1.0.0".into()),
-            update: None,
-            registered: false,
-            external_id: None,
-            calls: 0,
-        })
+        .or_insert_with(|| pristine(device, power))
 }
 
 fn power_op_name(op: PowerOp) -> &'static str {

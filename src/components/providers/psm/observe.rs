@@ -82,4 +82,8 @@ impl Inventory for PsmManager {
         report.unlisted.sort_by(|a, b| a.address.cmp(&b.address));
         Ok(report)
     }
+
+    fn address(&self, device: &Device) -> Option<String> {
+        pmc_mac(device).ok()
+    }
 }

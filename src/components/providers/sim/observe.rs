@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::{SimDevices, device_entry};
+use super::{SimDevice, SimDevices, pristine};
 use crate::components::{Device, DeviceError, Inventory, InventoryReport, Observation};
 use crate::inventory::model::ComponentType;
 
@@ -17,7 +17,7 @@ impl Inventory for SimDevices {
         // One round trip for the batch, as a real manager would answer it.
         tokio::time::sleep(self.config.latency.min(self.config.call_timeout)).await;
         let config = &self.config;
-        let mut state = self.lock();
+        let state = self.lock();
         let now = std::time::Instant::now() + state.skew;
         let mut report = InventoryReport::default();
         for device in devices {
@@ -41,19 +41,17 @@ impl Inventory for SimDevices {
                 );
                 continue;
             }
-            // The simulated world holds every expected device: one never driven appears now.
-            let d = device_entry(&mut state, device, config.initial_power);
-            report.seen.insert(
-                device.component_id,
-                Observation {
-                    address: device.component_id.to_string(),
-                    external_id: d.external_id.clone(),
-                    serial_number: Some(d.serial.clone()),
-                    model: d.model.clone(),
-                    firmware_version: Some(d.running_firmware(now)),
-                    power: Some(d.power),
-                },
-            );
+            // The simulated world holds every expected device; one never driven is reported as
+            // it would be found, without being stored, so observing a site costs no memory.
+            let seen = match state.devices.get(&device.component_id) {
+                Some(d) => observation(device.component_id, d, now),
+                None => observation(
+                    device.component_id,
+                    &pristine(device, config.initial_power),
+                    now,
+                ),
+            };
+            report.seen.insert(device.component_id, seen);
         }
         if everything {
             let listed: std::collections::HashSet<_> =
@@ -62,18 +60,26 @@ impl Inventory for SimDevices {
                 .devices
                 .iter()
                 .filter(|(id, d)| d.kind == kind && !listed.contains(*id))
-                .map(|(id, d)| Observation {
-                    address: id.to_string(),
-                    external_id: d.external_id.clone(),
-                    serial_number: Some(d.serial.clone()),
-                    model: d.model.clone(),
-                    firmware_version: Some(d.running_firmware(now)),
-                    power: Some(d.power),
-                })
+                .map(|(id, d)| observation(*id, d, now))
                 .collect();
             unlisted.sort_by(|a, b| a.address.cmp(&b.address));
             report.unlisted = unlisted;
         }
         Ok(report)
+    }
+
+    fn address(&self, device: &Device) -> Option<String> {
+        Some(device.component_id.to_string())
+    }
+}
+
+fn observation(id: uuid::Uuid, d: &SimDevice, now: std::time::Instant) -> Observation {
+    Observation {
+        address: id.to_string(),
+        external_id: d.external_id.clone(),
+        serial_number: Some(d.serial.clone()),
+        model: d.model.clone(),
+        firmware_version: Some(d.running_firmware(now)),
+        power: Some(d.power),
     }
 }
