@@ -8,6 +8,7 @@ use sea_orm::DatabaseConnection;
 use crate::components::registry::Registry;
 use crate::config::Config;
 use crate::drift::observe::Observer;
+use crate::inventory::batch::SerialLookups;
 use crate::tasks::TaskService;
 use crate::tasks::engine::{DisabledEngine, WorkflowEngine};
 
@@ -39,6 +40,8 @@ pub struct AppInner {
     pub tasks: Arc<TaskService>,
     /// Asks the component managers what they see (validation).
     pub observer: Observer,
+    /// Lookups by serial, coalesced under load.
+    pub lookups: SerialLookups,
 }
 
 impl AppState {
@@ -70,6 +73,7 @@ impl AppState {
             std::time::Duration::from_secs(config.observe_timeout_secs),
         );
         Self(Arc::new(AppInner {
+            lookups: SerialLookups::new(db.clone()),
             db,
             config,
             clock,
@@ -81,6 +85,11 @@ impl AppState {
     /// Asks the component managers what they see.
     pub fn observer(&self) -> &Observer {
         &self.0.observer
+    }
+
+    /// Lookups by serial (coalesced on PostgreSQL).
+    pub fn lookups(&self) -> &SerialLookups {
+        &self.0.lookups
     }
 
     pub fn tasks(&self) -> &TaskService {

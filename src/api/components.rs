@@ -191,7 +191,8 @@ pub async fn get_component_by_serial(
         return Err(Error::invalid("serial_number", "must not be empty").into());
     }
     let component =
-        components::find_by_serial(state.db(), &q.manufacturer, q.serial_number.trim()).await?;
+        components::find_by_serial(state.lookups(), &q.manufacturer, q.serial_number.trim())
+            .await?;
     respond_with_rack(&state, component, q.with_rack).await
 }
 

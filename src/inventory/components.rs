@@ -7,6 +7,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::batch::SerialLookups;
 use super::lookup::{self, COMPONENT_BY_ID, COMPONENT_BY_SERIAL, Key, lookup_component};
 use super::model::{Bmc, Component, ComponentPatch, ComponentType, NewBmc, NewComponent, Rack};
 use super::query::{
@@ -221,19 +222,13 @@ pub async fn find(db: &DatabaseConnection, id: Uuid) -> Result<Component> {
 
 /// [`get_by_serial`] outside any transaction, the API's read path.
 pub async fn find_by_serial(
-    db: &DatabaseConnection,
+    lookups: &SerialLookups,
     manufacturer: &str,
     serial: &str,
 ) -> Result<Component> {
-    let key = manufacturer_key(manufacturer);
-    let found = lookup::lookup_pooled(
-        db,
-        Key::Serial {
-            manufacturer_key: &key,
-            serial,
-        },
-    )
-    .await?;
+    let found = lookups
+        .find(&manufacturer_key(manufacturer), serial)
+        .await?;
     found.ok_or_else(|| Error::not_found("component", format!("{manufacturer} {serial}")))
 }
 

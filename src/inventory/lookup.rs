@@ -1,6 +1,7 @@
 //! Single-component lookups (by id, by manufacturer and serial): the API's hottest read, as one
 //! fixed joined statement read by column position.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use sea_orm::{
@@ -41,6 +42,12 @@ pub(crate) const COMPONENT_BY_ID: &str = lookup_sql!("c.id = $1");
 pub(crate) const COMPONENT_BY_SERIAL: &str =
     lookup_sql!("c.manufacturer_key = $1 AND c.serial_number = $2");
 
+/// [`lookup_sql`] for many (manufacturer key, serial number) pairs, given as two arrays
+/// (PostgreSQL only): the statement coalesced lookups share.
+pub(crate) const COMPONENTS_BY_SERIALS: &str = lookup_sql!(
+    "(c.manufacturer_key, c.serial_number) IN (SELECT * FROM UNNEST($1::text[], $2::text[]))"
+);
+
 /// Runs a [`lookup_sql`] statement: the one live component it finds, with its BMCs in
 /// [`bmc_order`].
 pub(crate) async fn lookup_component(
@@ -50,7 +57,7 @@ pub(crate) async fn lookup_component(
 ) -> Result<Option<Component>> {
     let statement = Statement::from_sql_and_values(db.get_database_backend(), sql, values);
     let rows = db.query_all_raw(statement).await?;
-    assemble(&rows)
+    assemble(&rows.iter().collect::<Vec<_>>())
 }
 
 /// The key of a pooled lookup.
@@ -98,12 +105,28 @@ pub(crate) async fn lookup_pooled(
         .into_iter()
         .map(QueryResult::from)
         .collect();
-    assemble(&rows)
+    assemble(&rows.iter().collect::<Vec<_>>())
+}
+
+/// The components of a [`COMPONENTS_BY_SERIALS`] answer, by (manufacturer key, serial number).
+pub(crate) fn assemble_many(rows: &[QueryResult]) -> Result<HashMap<(String, String), Component>> {
+    let mut grouped: HashMap<(String, String), Vec<&QueryResult>> = HashMap::new();
+    for row in rows {
+        let key = (row.try_get_by_index(5)?, row.try_get_by_index(7)?);
+        grouped.entry(key).or_default().push(row);
+    }
+    let mut out = HashMap::with_capacity(grouped.len());
+    for (key, rows) in grouped {
+        if let Some(component) = assemble(&rows)? {
+            out.insert(key, component);
+        }
+    }
+    Ok(out)
 }
 
 /// One component from its [`lookup_sql`] rows (one per BMC), its BMCs in [`bmc_order`].
-fn assemble(rows: &[QueryResult]) -> Result<Option<Component>> {
-    let Some(first) = rows.first() else {
+fn assemble(rows: &[&QueryResult]) -> Result<Option<Component>> {
+    let Some(first) = rows.first().copied() else {
         return Ok(None);
     };
     let row = component_model_at(first)?;

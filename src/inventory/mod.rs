@@ -3,6 +3,7 @@
 //! `model` holds the domain types; `racks`, `components` and `nvl` are the store functions, each
 //! taking any connection or transaction so callers can compose them.
 
+pub mod batch;
 pub mod components;
 mod lookup;
 pub mod model;

@@ -13,6 +13,7 @@ on_both_backends!(
     components_are_listed_with_filters_and_cursors,
     a_component_patch_merges_fields_moves_racks_and_upserts_bmcs,
     a_deleted_component_frees_its_serial_and_macs_until_purged,
+    lookups_by_serial_at_once_each_get_their_own_component,
 );
 
 fn cdu(rack_id: Option<&str>) -> Value {
@@ -313,4 +314,56 @@ async fn a_deleted_component_frees_its_serial_and_macs_until_purged(app: TestApp
     app.post_empty(&format!("{path}/purge"))
         .await
         .assert_problem(404, "not_found");
+}
+
+/// On PostgreSQL concurrent lookups by serial share statements: each must still get exactly
+/// its own component (or its own 404), duplicates and misses included.
+async fn lookups_by_serial_at_once_each_get_their_own_component(app: TestApp) {
+    let mut expected = Vec::new();
+    for n in 1..=3 {
+        let rack = app.create_rack(&gb200_rack(n, 4)).await;
+        for c in rack["components"].as_array().unwrap() {
+            expected.push((
+                c["serial_number"].as_str().unwrap().to_string(),
+                c["id"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    let gone = &expected[0];
+    assert_eq!(
+        app.delete(&format!("/v1/components/{}", gone.1))
+            .await
+            .status,
+        204
+    );
+    let mut asks: Vec<(String, Option<String>)> = Vec::new();
+    for (i, (serial, id)) in expected.iter().enumerate() {
+        let id = (i != 0).then(|| id.clone());
+        // Every serial three times, in different case for the manufacturer.
+        asks.extend(std::iter::repeat_n((serial.clone(), id), 3));
+        asks.push((format!("{serial}-unknown"), None));
+    }
+    let paths: Vec<String> = asks
+        .iter()
+        .enumerate()
+        .map(|(i, (serial, _))| {
+            let manufacturer = ["nvidia", "NVIDIA", "Nvidia"][i % 3];
+            format!("/v1/components/by-serial?manufacturer={manufacturer}&serial_number={serial}")
+        })
+        .collect();
+    let answers = futures::future::join_all(paths.iter().map(|p| app.get(p))).await;
+    for ((serial, id), r) in asks.iter().zip(answers) {
+        match id {
+            Some(id) => {
+                assert_eq!(r.status, 200, "{serial}: {}", r.text);
+                assert_eq!(r.body["component"]["id"], id.as_str(), "{serial}");
+                assert_eq!(r.body["component"]["serial_number"], serial.as_str());
+                let by_id = app.get(&format!("/v1/components/{id}")).await;
+                assert_eq!(r.body["component"], by_id.body["component"], "{serial}");
+            }
+            None => {
+                r.assert_problem(404, "not_found");
+            }
+        }
+    }
 }

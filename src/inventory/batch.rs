@@ -1,0 +1,159 @@
+//! Lookups by serial, coalesced: on PostgreSQL, lookups that arrive while earlier ones are in
+//! flight share one statement.
+//!
+//! A lookup is one indexed read, so what it costs is the round trip (two context switches on
+//! each side, a protocol exchange) far more than the read. Under load the waiting lookups go
+//! together in one statement; a lone lookup goes at once, alone, with no added wait.
+
+use std::sync::{Arc, OnceLock};
+
+use sea_orm::{DatabaseConnection, DbBackend, QueryResult};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+use super::lookup::{self, COMPONENTS_BY_SERIALS, Key};
+use super::model::Component;
+use crate::error::Result;
+
+/// Most lookups one statement carries.
+const MAX_BATCH: usize = 128;
+
+/// Statements in flight at once: one per two cores. Lookups arriving while all are busy go
+/// together in the next one. On two cores (Flow, PostgreSQL and the load sharing them) one
+/// statement at a time measured best: 18k lookups/s against 16k with two and 14k with four.
+fn in_flight() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
+
+/// What a batched lookup answers: the component (or none), or `Err` when the shared statement
+/// failed and the caller should look up alone, so that it gets its own error.
+type Reply = std::result::Result<Option<Component>, ()>;
+
+struct Pending {
+    manufacturer_key: String,
+    serial: String,
+    reply: oneshot::Sender<Reply>,
+}
+
+/// Lookups by manufacturer key and serial number, batched on PostgreSQL.
+pub struct SerialLookups {
+    db: DatabaseConnection,
+    /// Started on first use, inside whatever runtime serves requests.
+    queue: OnceLock<mpsc::UnboundedSender<Pending>>,
+}
+
+impl SerialLookups {
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self {
+            db,
+            queue: OnceLock::new(),
+        }
+    }
+
+    /// The live component with this manufacturer key and serial number, if any.
+    pub async fn find(&self, manufacturer_key: &str, serial: &str) -> Result<Option<Component>> {
+        let alone = || {
+            lookup::lookup_pooled(
+                &self.db,
+                Key::Serial {
+                    manufacturer_key,
+                    serial,
+                },
+            )
+        };
+        if self.db.get_database_backend() != DbBackend::Postgres {
+            return alone().await;
+        }
+        let (reply, answer) = oneshot::channel();
+        let pending = Pending {
+            manufacturer_key: manufacturer_key.to_string(),
+            serial: serial.to_string(),
+            reply,
+        };
+        if self.queue().send(pending).is_err() {
+            return alone().await;
+        }
+        match answer.await {
+            Ok(Ok(found)) => Ok(found),
+            _ => alone().await,
+        }
+    }
+
+    fn queue(&self) -> &mpsc::UnboundedSender<Pending> {
+        self.queue.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(dispatch(self.db.clone(), rx));
+            tx
+        })
+    }
+}
+
+/// Takes lookups off the queue as statements become free: whatever queued meanwhile goes in
+/// the next statement.
+async fn dispatch(db: DatabaseConnection, mut queue: mpsc::UnboundedReceiver<Pending>) {
+    let slots = Arc::new(Semaphore::new(in_flight()));
+    while let Some(first) = queue.recv().await {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let db = db.clone();
+        tokio::spawn(async move {
+            answer(&db, batch).await;
+            drop(slot);
+        });
+    }
+}
+
+async fn answer(db: &DatabaseConnection, batch: Vec<Pending>) {
+    if batch.len() == 1 {
+        for one in batch {
+            let found = lookup::lookup_pooled(
+                db,
+                Key::Serial {
+                    manufacturer_key: &one.manufacturer_key,
+                    serial: &one.serial,
+                },
+            )
+            .await
+            .map_err(|_| ());
+            let _ = one.reply.send(found);
+        }
+        return;
+    }
+    let (keys, serials): (Vec<&str>, Vec<&str>) = batch
+        .iter()
+        .map(|p| (p.manufacturer_key.as_str(), p.serial.as_str()))
+        .unzip();
+    let rows = sea_orm::sqlx::query(COMPONENTS_BY_SERIALS)
+        .bind(keys)
+        .bind(serials)
+        .fetch_all(db.get_postgres_connection_pool())
+        .await;
+    let rows: Vec<QueryResult> = match rows {
+        Ok(rows) => rows.into_iter().map(QueryResult::from).collect(),
+        Err(error) => {
+            tracing::debug!(%error, "batched lookup failed; each lookup runs alone");
+            return;
+        }
+    };
+    let found = match lookup::assemble_many(&rows) {
+        Ok(found) => found,
+        Err(error) => {
+            tracing::debug!(%error, "batched lookup unreadable; each lookup runs alone");
+            return;
+        }
+    };
+    for pending in batch {
+        // The same serial may be asked twice in one batch: each asker gets its copy.
+        let component = found
+            .get(&(pending.manufacturer_key, pending.serial))
+            .cloned();
+        let _ = pending.reply.send(Ok(component));
+    }
+}
