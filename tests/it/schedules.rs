@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::Utc;
 use flow::app::AppState;
 use flow::config::Config;
-use flow::db::entities::task_schedules;
+use flow::db::entities::{task_schedule_runs, task_schedules};
 use flow::schedules::ScheduleService;
 use flow::workflows::TemporalEngine;
 use sea_orm::sea_query::Expr;
@@ -95,6 +95,7 @@ ops_on_both_backends!(
         s.slow_latency = Duration::from_secs(60);
     }),
     two_dispatchers_on_one_database_fire_an_overdue_schedule_once,
+    a_run_a_dead_process_left_half_submitted_is_finished_once,
 );
 
 async fn an_interval_schedule_fires_on_its_racks_and_pause_resume_and_trigger_control_it(ops: Ops) {
@@ -742,5 +743,100 @@ mod cli {
         {
             ops.wait_end(task["id"].as_str().unwrap()).await;
         }
+    }
+}
+
+/// A process that claimed a fire, created one rack's task and died before recording it: the
+/// run stays `submitting` with that rack pending. Recovery finishes the run without a second
+/// task (the submission's idempotency key is derived from the run and the rack).
+async fn a_run_a_dead_process_left_half_submitted_is_finished_once(ops: Ops) {
+    for n in [1, 2] {
+        ops.app.create_rack(&gb200_rack(n, 1)).await;
+    }
+    let schedules = service(&ops.state);
+    let s = create(
+        &ops.app,
+        &body(
+            "daily",
+            interval("24h"),
+            json!({"kind": "power_on"}),
+            &["rack-0001", "rack-0002"],
+        ),
+    )
+    .await;
+    let id = s["id"].as_str().unwrap().to_string();
+    let trig = ops
+        .app
+        .post_empty(&format!("/v1/task-schedules/{id}/trigger"))
+        .await;
+    assert_eq!(trig.status, 202, "{}", trig.text);
+    let tasks = ids(&trig.body);
+    assert_eq!(tasks.len(), 2);
+    for task in &tasks {
+        assert_eq!(ops.wait_end(task).await["status"], "succeeded");
+    }
+
+    // Rewind the run to what the dead process left behind.
+    let run_id = uuid::Uuid::parse_str(trig.body["id"].as_str().unwrap()).unwrap();
+    let row = task_schedule_runs::Entity::find_by_id(run_id)
+        .one(&ops.app.db.db)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut results = row.results.clone();
+    let last = results.as_array_mut().unwrap().last_mut().unwrap();
+    let orphan = last["task_id"].as_str().unwrap().to_string();
+    *last = json!({"rack_id": last["rack_id"], "outcome": "pending"});
+    task_schedule_runs::Entity::update_many()
+        .col_expr(
+            task_schedule_runs::Column::Status,
+            Expr::value("submitting"),
+        )
+        .col_expr(task_schedule_runs::Column::Results, Expr::value(results))
+        .col_expr(
+            task_schedule_runs::Column::FinishedAt,
+            Expr::value(Option::<chrono::DateTime<Utc>>::None),
+        )
+        .filter(task_schedule_runs::Column::Id.eq(run_id))
+        .exec(&ops.app.db.db)
+        .await
+        .unwrap();
+    let stuck = runs(&ops.app, &id).await.remove(0);
+    assert_eq!(stuck["status"], "submitting", "{stuck}");
+    assert_eq!(ids(&stuck).len(), 1);
+
+    // Recovery takes runs stalled for a while: a survivor's clock five minutes on.
+    assert_eq!(
+        schedules.recover("survivor").await.unwrap(),
+        0,
+        "too recent"
+    );
+    let later = ScheduleService::new(
+        ops.state.db().clone(),
+        ops.state.task_service(),
+        Arc::new(Later(chrono::Duration::minutes(5))),
+    );
+    assert_eq!(later.recover("survivor").await.unwrap(), 1);
+    let done = runs(&ops.app, &id).await.remove(0);
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(
+        ids(&done),
+        tasks,
+        "the orphaned task {orphan} is recorded, not doubled"
+    );
+    assert_eq!(ops.app.count_rows("tasks").await, 2);
+    assert_eq!(
+        later.recover("survivor").await.unwrap(),
+        0,
+        "nothing left to finish"
+    );
+}
+
+/// The system clock, shifted.
+struct Later(chrono::Duration);
+
+impl flow::app::Clock for Later {
+    fn now(&self) -> chrono::DateTime<Utc> {
+        Utc::now() + self.0
     }
 }
