@@ -3,6 +3,7 @@
 
 pub mod conflicts;
 pub mod dispatcher;
+mod fire;
 pub mod model;
 pub mod service;
 pub mod store;

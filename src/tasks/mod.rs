@@ -5,6 +5,7 @@ mod admission;
 pub mod engine;
 mod idempotency;
 pub mod lease;
+mod lifecycle;
 pub mod model;
 pub mod preview;
 pub mod report;
