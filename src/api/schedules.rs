@@ -14,8 +14,10 @@ use super::openapi::SCHEDULES;
 use super::problem::{ApiResult, Problem};
 use super::schema::common::{ListResponse, required_text};
 use super::schema::schedule::{
-    ConflictCheckRequest, ConflictsDoc, CreateScheduleRequest, RunDoc, RunListDoc, ScheduleDoc,
-    ScopeDoc, ScopeListDoc, ScopeRequest, UpdateScheduleRequest, rack_targets,
+    ConflictCheckRequest, CreateScheduleRequest, ScopeRequest, UpdateScheduleRequest, rack_targets,
+};
+use super::schema::schedule_view::{
+    ConflictsDoc, RunDoc, RunListDoc, ScheduleDoc, ScopeDoc, ScopeListDoc,
 };
 use crate::app::AppState;
 use crate::error::{Error, Violations};

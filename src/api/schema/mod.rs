@@ -9,4 +9,5 @@ pub mod operation;
 pub mod rack;
 pub mod rule;
 pub mod schedule;
+pub mod schedule_view;
 pub mod task;
