@@ -6,11 +6,13 @@ pub mod engine;
 mod idempotency;
 pub mod lease;
 mod lifecycle;
+mod list;
 pub mod model;
 pub mod preview;
 pub mod report;
 pub mod resolve;
 pub mod service;
+mod steps;
 pub mod store;
 
 pub use engine::{EngineError, RunState, WorkflowEngine};

@@ -1,32 +1,29 @@
-//! Task storage: rows, compare-and-set status changes, step records, and the task list.
+//! Task storage: rows and compare-and-set status changes; step records are in `steps`, the
+//! task list in `list`.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 use uuid::Uuid;
 
-use super::model::{StepEvent, StepRecord, StepStatus, Task, TaskComponent, TaskStatus};
+use super::model::{Task, TaskComponent, TaskStatus};
 use crate::db::entities::{racks, task_steps, tasks};
 use crate::error::{Error, Result};
-use crate::inventory::model::ComponentType;
-use crate::inventory::query::Page;
 use crate::operations::model::{ConflictStrategy, Operation};
 use crate::operations::plan::Plan;
 
 /// Longest status message kept; device errors can be long.
-const MAX_MESSAGE: usize = 512;
+pub(super) const MAX_MESSAGE: usize = 512;
 
-fn clip(message: &str) -> String {
+pub(super) fn clip(message: &str) -> String {
     let first = message.lines().next().unwrap_or_default();
     first.chars().take(MAX_MESSAGE).collect()
 }
 
-fn corrupt(what: &str, id: Uuid, e: impl std::fmt::Display) -> Error {
+pub(super) fn corrupt(what: &str, id: Uuid, e: impl std::fmt::Display) -> Error {
     Error::Internal(format!("task {id}: stored {what} unreadable: {e}"))
 }
 
@@ -201,56 +198,6 @@ pub async fn transition(
     Ok(result.rows_affected == 1)
 }
 
-/// Records the plan a dispatched task runs and creates a pending step per device and stage.
-pub async fn record_plan(
-    db: &impl ConnectionTrait,
-    id: Uuid,
-    plan: &Plan,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    let json = serde_json::to_value(plan).map_err(|e| Error::Internal(e.to_string()))?;
-    tasks::Entity::update_many()
-        .col_expr(tasks::Column::Plan, Expr::value(json))
-        .col_expr(tasks::Column::RuleId, Expr::value(plan.rule.id))
-        .col_expr(tasks::Column::RuleVersion, Expr::value(plan.rule.version))
-        .col_expr(tasks::Column::UpdatedAt, Expr::value(now))
-        .filter(tasks::Column::Id.eq(id))
-        .exec(db)
-        .await?;
-    task_steps::Entity::delete_many()
-        .filter(task_steps::Column::TaskId.eq(id))
-        .exec(db)
-        .await?;
-    let rows: Vec<task_steps::ActiveModel> = plan
-        .stages
-        .iter()
-        .flat_map(|stage| {
-            stage.devices.iter().map(move |d| task_steps::ActiveModel {
-                id: Set(Uuid::now_v7()),
-                task_id: Set(id),
-                stage: Set(stage.number as i32),
-                component_id: Set(d.component_id),
-                component_type: Set(d.kind.as_str().to_string()),
-                component_name: Set(d.name.clone()),
-                action: Set(stage.summary()),
-                status: Set(StepStatus::Pending.as_str().to_string()),
-                attempts: Set(0),
-                error: Set(None),
-                events: Set(serde_json::json!([])),
-                started_at: Set(None),
-                finished_at: Set(None),
-                updated_at: Set(now),
-            })
-        })
-        .collect();
-    for chunk in rows.chunks(200) {
-        task_steps::Entity::insert_many(chunk.to_vec())
-            .exec_without_returning(db)
-            .await?;
-    }
-    Ok(())
-}
-
 /// Records the workflow run a dispatched task runs as.
 pub async fn record_run(
     db: &impl ConnectionTrait,
@@ -265,112 +212,6 @@ pub async fn record_run(
         .exec(db)
         .await?;
     Ok(())
-}
-
-/// Writes one component's step progress. Steps already finished are left alone, so a retried
-/// activity or a late writer cannot undo a final result.
-#[allow(clippy::too_many_arguments)]
-pub async fn update_step(
-    db: &impl ConnectionTrait,
-    task_id: Uuid,
-    stage: u32,
-    component_id: Uuid,
-    status: StepStatus,
-    attempts: u32,
-    error: Option<&str>,
-    event: &str,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    let Some(row) = task_steps::Entity::find()
-        .filter(task_steps::Column::TaskId.eq(task_id))
-        .filter(task_steps::Column::Stage.eq(stage as i32))
-        .filter(task_steps::Column::ComponentId.eq(component_id))
-        .one(db)
-        .await?
-    else {
-        return Err(Error::not_found(
-            "task step",
-            format!("{task_id}/{stage}/{component_id}"),
-        ));
-    };
-    if matches!(
-        StepStatus::parse(&row.status),
-        Some(StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled)
-    ) {
-        return Ok(());
-    }
-    let mut events: Vec<StepEvent> = serde_json::from_value(row.events.clone()).unwrap_or_default();
-    events.push(StepEvent {
-        at: now,
-        message: event.chars().take(MAX_MESSAGE).collect(),
-    });
-    let mut am: task_steps::ActiveModel = row.clone().into();
-    am.status = Set(status.as_str().to_string());
-    am.attempts = Set(attempts as i32);
-    am.error = Set(error.map(clip));
-    am.events = Set(serde_json::to_value(&events).map_err(|e| Error::Internal(e.to_string()))?);
-    if row.started_at.is_none() && status != StepStatus::Pending {
-        am.started_at = Set(Some(now));
-    }
-    if matches!(
-        status,
-        StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled
-    ) {
-        am.finished_at = Set(Some(now));
-    }
-    am.updated_at = Set(now);
-    task_steps::Entity::update(am).exec(db).await?;
-    Ok(())
-}
-
-/// Marks every unfinished step of a task cancelled (the task was cancelled or failed early).
-pub async fn close_open_steps(
-    db: &impl ConnectionTrait,
-    task_id: Uuid,
-    status: StepStatus,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    task_steps::Entity::update_many()
-        .col_expr(task_steps::Column::Status, Expr::value(status.as_str()))
-        .col_expr(task_steps::Column::FinishedAt, Expr::value(now))
-        .col_expr(task_steps::Column::UpdatedAt, Expr::value(now))
-        .filter(task_steps::Column::TaskId.eq(task_id))
-        .filter(
-            task_steps::Column::Status
-                .is_in([StepStatus::Pending.as_str(), StepStatus::Running.as_str()]),
-        )
-        .exec(db)
-        .await?;
-    Ok(())
-}
-
-/// Every step of a task, by stage and component name.
-pub async fn steps(db: &impl ConnectionTrait, task_id: Uuid) -> Result<Vec<StepRecord>> {
-    let rows = task_steps::Entity::find()
-        .filter(task_steps::Column::TaskId.eq(task_id))
-        .order_by_asc(task_steps::Column::Stage)
-        .order_by_asc(task_steps::Column::ComponentName)
-        .all(db)
-        .await?;
-    rows.into_iter()
-        .map(|row| {
-            Ok(StepRecord {
-                stage: row.stage as u32,
-                component_id: row.component_id,
-                kind: ComponentType::parse(&row.component_type)
-                    .ok_or_else(|| corrupt("step type", task_id, &row.component_type))?,
-                name: row.component_name,
-                action: row.action,
-                status: StepStatus::parse(&row.status)
-                    .ok_or_else(|| corrupt("step status", task_id, &row.status))?,
-                attempts: u32::try_from(row.attempts).unwrap_or(0),
-                error: row.error,
-                events: serde_json::from_value(row.events).unwrap_or_default(),
-                started_at: row.started_at,
-                finished_at: row.finished_at,
-            })
-        })
-        .collect()
 }
 
 /// Latest change to a task or any of its steps, for change feeds.
@@ -394,100 +235,5 @@ pub async fn last_change(
     Ok(task.map(|t| step.flatten().map_or(t, |s| Ord::max(s, t))))
 }
 
-/// Filters of the task list.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TaskFilter {
-    pub rack_id: Option<Uuid>,
-    pub component_id: Option<Uuid>,
-    pub statuses: Vec<TaskStatus>,
-    pub operation: Option<String>,
-    pub request_id: Option<Uuid>,
-}
-
-/// Keyset position in the newest-first task order.
-fn encode_cursor(task: &Task) -> String {
-    URL_SAFE_NO_PAD.encode(serde_json::json!([task.created_at, task.id]).to_string())
-}
-
-fn decode_cursor(token: &str) -> Result<(DateTime<Utc>, Uuid)> {
-    let bad = || Error::invalid("cursor", "not a cursor returned by this API");
-    let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
-    serde_json::from_slice(&bytes).map_err(|_| bad())
-}
-
-/// One page of tasks, newest first.
-pub async fn list(
-    db: &impl ConnectionTrait,
-    filter: &TaskFilter,
-    limit: u64,
-    cursor: Option<&str>,
-) -> Result<Page<Task>> {
-    let mut query = tasks::Entity::find();
-    if let Some(rack) = filter.rack_id {
-        query = query.filter(tasks::Column::RackId.eq(rack));
-    }
-    if let Some(request) = filter.request_id {
-        query = query.filter(tasks::Column::RequestId.eq(request));
-    }
-    if !filter.statuses.is_empty() {
-        query =
-            query.filter(tasks::Column::Status.is_in(filter.statuses.iter().map(|s| s.as_str())));
-    }
-    if let Some(op) = &filter.operation {
-        query = query.filter(tasks::Column::Operation.eq(op.as_str()));
-    }
-    if let Some(component) = filter.component_id {
-        // Steps index every component a dispatched task drives; waiting tasks have no steps yet,
-        // so their component list is matched as text (a UUID cannot occur by accident).
-        let by_step = sea_orm::sea_query::Query::select()
-            .column(task_steps::Column::TaskId)
-            .from(task_steps::Entity)
-            .and_where(Expr::col(task_steps::Column::ComponentId).eq(component))
-            .to_owned();
-        let as_text = Expr::col(tasks::Column::Components)
-            .cast_as("text")
-            .like(format!("%{component}%"));
-        query = query.filter(
-            Condition::any()
-                .add(tasks::Column::Id.in_subquery(by_step))
-                .add(as_text),
-        );
-    }
-    let total = query.clone().count(db).await?;
-    if let Some((at, id)) = cursor
-        .filter(|c| !c.is_empty())
-        .map(decode_cursor)
-        .transpose()?
-    {
-        // The `created_at <= cursor` bound lets the index seek to the cursor (see `after_cursor`).
-        query = query.filter(
-            Condition::all().add(tasks::Column::CreatedAt.lte(at)).add(
-                Condition::any().add(tasks::Column::CreatedAt.lt(at)).add(
-                    Condition::all()
-                        .add(tasks::Column::CreatedAt.eq(at))
-                        .add(tasks::Column::Id.lt(id)),
-                ),
-            ),
-        );
-    }
-    let rows = query
-        .order_by_desc(tasks::Column::CreatedAt)
-        .order_by_desc(tasks::Column::Id)
-        .limit(limit + 1)
-        .all(db)
-        .await?;
-    // One row past the page only tells whether another page follows.
-    let more = rows.len() as u64 > limit;
-    let mut items: Vec<Task> = rows.into_iter().map(task_from_row).collect::<Result<_>>()?;
-    items.truncate(limit as usize);
-    let next_cursor = if more {
-        items.last().map(encode_cursor)
-    } else {
-        None
-    };
-    Ok(Page {
-        items,
-        next_cursor,
-        total,
-    })
-}
+pub use super::list::{TaskFilter, list};
+pub use super::steps::{close_open_steps, record_plan, steps, update_step};

@@ -1,0 +1,115 @@
+//! The task list: filters and newest-first keyset pages.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect,
+};
+use uuid::Uuid;
+
+use super::model::{Task, TaskStatus};
+use super::store::task_from_row;
+use crate::db::entities::{task_steps, tasks};
+use crate::error::{Error, Result};
+use crate::inventory::query::Page;
+
+/// Filters of the task list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskFilter {
+    pub rack_id: Option<Uuid>,
+    pub component_id: Option<Uuid>,
+    pub statuses: Vec<TaskStatus>,
+    pub operation: Option<String>,
+    pub request_id: Option<Uuid>,
+}
+
+/// Keyset position in the newest-first task order.
+fn encode_cursor(task: &Task) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::json!([task.created_at, task.id]).to_string())
+}
+
+fn decode_cursor(token: &str) -> Result<(DateTime<Utc>, Uuid)> {
+    let bad = || Error::invalid("cursor", "not a cursor returned by this API");
+    let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    serde_json::from_slice(&bytes).map_err(|_| bad())
+}
+
+/// One page of tasks, newest first.
+pub async fn list(
+    db: &impl ConnectionTrait,
+    filter: &TaskFilter,
+    limit: u64,
+    cursor: Option<&str>,
+) -> Result<Page<Task>> {
+    let mut query = tasks::Entity::find();
+    if let Some(rack) = filter.rack_id {
+        query = query.filter(tasks::Column::RackId.eq(rack));
+    }
+    if let Some(request) = filter.request_id {
+        query = query.filter(tasks::Column::RequestId.eq(request));
+    }
+    if !filter.statuses.is_empty() {
+        query =
+            query.filter(tasks::Column::Status.is_in(filter.statuses.iter().map(|s| s.as_str())));
+    }
+    if let Some(op) = &filter.operation {
+        query = query.filter(tasks::Column::Operation.eq(op.as_str()));
+    }
+    if let Some(component) = filter.component_id {
+        // Steps index every component a dispatched task drives; waiting tasks have no steps yet,
+        // so their component list is matched as text (a UUID cannot occur by accident).
+        let by_step = sea_orm::sea_query::Query::select()
+            .column(task_steps::Column::TaskId)
+            .from(task_steps::Entity)
+            .and_where(Expr::col(task_steps::Column::ComponentId).eq(component))
+            .to_owned();
+        let as_text = Expr::col(tasks::Column::Components)
+            .cast_as("text")
+            .like(format!("%{component}%"));
+        query = query.filter(
+            Condition::any()
+                .add(tasks::Column::Id.in_subquery(by_step))
+                .add(as_text),
+        );
+    }
+    let total = query.clone().count(db).await?;
+    if let Some((at, id)) = cursor
+        .filter(|c| !c.is_empty())
+        .map(decode_cursor)
+        .transpose()?
+    {
+        // The `created_at <= cursor` bound lets the index seek to the cursor (see `after_cursor`).
+        query = query.filter(
+            Condition::all().add(tasks::Column::CreatedAt.lte(at)).add(
+                Condition::any().add(tasks::Column::CreatedAt.lt(at)).add(
+                    Condition::all()
+                        .add(tasks::Column::CreatedAt.eq(at))
+                        .add(tasks::Column::Id.lt(id)),
+                ),
+            ),
+        );
+    }
+    let rows = query
+        .order_by_desc(tasks::Column::CreatedAt)
+        .order_by_desc(tasks::Column::Id)
+        .limit(limit + 1)
+        .all(db)
+        .await?;
+    // One row past the page only tells whether another page follows.
+    let more = rows.len() as u64 > limit;
+    let mut items: Vec<Task> = rows.into_iter().map(task_from_row).collect::<Result<_>>()?;
+    items.truncate(limit as usize);
+    let next_cursor = if more {
+        items.last().map(encode_cursor)
+    } else {
+        None
+    };
+    Ok(Page {
+        items,
+        next_cursor,
+        total,
+    })
+}
