@@ -67,7 +67,9 @@ impl AppState {
         registry: Arc<Registry>,
     ) -> Self {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let tasks = Arc::new(TaskService::new(db.clone(), engine, clock.clone()));
+        let tasks = Arc::new(
+            TaskService::new(db.clone(), engine, clock.clone()).with_managers(registry.clone()),
+        );
         let observer = Observer::new(
             registry,
             std::time::Duration::from_secs(config.observe_timeout_secs),

@@ -127,6 +127,11 @@ impl DeviceError {
 #[async_trait]
 pub trait PowerControl: Send + Sync {
     async fn set_power(&self, device: &Device, op: PowerOp) -> Result<(), DeviceError>;
+
+    /// Whether this manager can send `op` at all (checked before a task is created).
+    fn supports(&self, _op: PowerOp) -> bool {
+        true
+    }
 }
 
 /// Reads a device's power state.

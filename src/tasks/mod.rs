@@ -2,6 +2,7 @@
 //! its durable run to a terminal status, with a per-component report.
 
 mod admission;
+mod capability;
 pub mod engine;
 mod idempotency;
 pub mod lease;

@@ -9,8 +9,9 @@ use uuid::Uuid;
 
 use super::admission::{self, Outcome};
 use super::model::{Footprint, TaskComponent, TaskStatus};
-use super::resolve;
+use super::{capability, resolve};
 use crate::components::Device;
+use crate::components::registry::Registry;
 use crate::error::Result;
 use crate::operations::model::{Operation, OperationSpec};
 use crate::operations::plan::{self, Plan};
@@ -31,9 +32,11 @@ pub struct RackPreview {
     pub rack_name: String,
     /// `start`, `queue` or `reject`.
     pub outcome: &'static str,
-    /// Why it would be refused (`rack_busy`, `queue_full`, `no_components`).
+    /// Why it would be refused (`rack_busy`, `queue_full`, `no_components`, `unsupported`).
     pub reason: Option<String>,
     pub conflicts: Vec<Blocker>,
+    /// What the plan asks that the configured managers cannot do (then `reason: unsupported`).
+    pub unsupported: Vec<String>,
     pub plan: Option<Plan>,
 }
 
@@ -59,8 +62,13 @@ pub async fn devices(
     resolve::devices_of(db, rack_id, None, &ids).await
 }
 
-/// What submitting `spec` now would do on each targeted rack; creates nothing.
-pub async fn preview(db: &impl ConnectionTrait, spec: &OperationSpec) -> Result<Vec<RackPreview>> {
+/// What submitting `spec` now would do on each targeted rack; creates nothing. With
+/// `managers`, a plan they cannot serve is refused as a submission would be.
+pub async fn preview(
+    db: &impl ConnectionTrait,
+    spec: &OperationSpec,
+    managers: Option<&Registry>,
+) -> Result<Vec<RackPreview>> {
     spec.validate()?;
     if let Some(rule_id) = spec.rule_id {
         rules::check_requested(db, rule_id, spec.operation.code()).await?;
@@ -74,6 +82,7 @@ pub async fn preview(db: &impl ConnectionTrait, spec: &OperationSpec) -> Result<
             outcome: "start",
             reason: None,
             conflicts: Vec::new(),
+            unsupported: Vec::new(),
             plan: None,
         };
         if components.is_empty() {
@@ -106,8 +115,16 @@ pub async fn preview(db: &impl ConnectionTrait, spec: &OperationSpec) -> Result<
             }
         }
         let devices = devices(db, rack.rack_id, &components).await?;
-        preview.plan =
-            Some(plan_for(db, spec.rule_id, rack.rack_id, &spec.operation, &devices).await?);
+        let plan = plan_for(db, spec.rule_id, rack.rack_id, &spec.operation, &devices).await?;
+        if let Some(managers) = managers {
+            preview.unsupported = capability::gaps(&plan, managers);
+            // Refused before the rack's tasks are even looked at, as a submission is.
+            if !preview.unsupported.is_empty() {
+                preview.outcome = "reject";
+                preview.reason = Some("unsupported".into());
+            }
+        }
+        preview.plan = Some(plan);
         out.push(preview);
     }
     Ok(out)

@@ -13,8 +13,9 @@ use super::admission::{self, Outcome};
 use super::engine::{EngineError, WorkflowEngine};
 use super::model::{Footprint, Task, TaskComponent, TaskStatus};
 use super::resolve::{self, RackWork};
-use super::{preview, store};
+use super::{capability, preview, store};
 use crate::app::Clock;
+use crate::components::registry::Registry;
 use crate::error::{Error, FieldError, Result};
 use crate::operations::model::OperationSpec;
 
@@ -41,6 +42,9 @@ pub struct TaskService {
     pub(super) db: DatabaseConnection,
     pub(super) engine: Arc<dyn WorkflowEngine>,
     pub(super) clock: Arc<dyn Clock>,
+    /// The component managers plans are checked against before a task is created; `None` in
+    /// a process configured with none (it cannot know what the workers offer).
+    managers: Option<Arc<Registry>>,
 }
 
 impl std::fmt::Debug for TaskService {
@@ -68,7 +72,18 @@ impl TaskService {
         engine: Arc<dyn WorkflowEngine>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { db, engine, clock }
+        Self {
+            db,
+            engine,
+            clock,
+            managers: None,
+        }
+    }
+
+    /// Checks plans against these managers before creating tasks (skipped when there are none).
+    pub fn with_managers(mut self, managers: Arc<Registry>) -> Self {
+        self.managers = (!managers.is_empty()).then_some(managers);
+        self
     }
 
     pub fn db(&self) -> &DatabaseConnection {
@@ -139,25 +154,31 @@ impl TaskService {
                 .map(|r| FieldError::new(format!("racks.{}", r.rack_name), r.reason.clone()))
                 .collect();
             let message = "no task was created: every targeted rack was refused".to_string();
-            return Err(
-                if submission
+            let all = |codes: &[&str]| {
+                submission
                     .rejected
                     .iter()
-                    .all(|r| r.code == "no_components")
-                {
-                    Error::Unprocessable {
-                        code: "no_components",
-                        message,
-                        errors,
-                    }
-                } else {
-                    Error::Conflict {
-                        code: "rack_busy",
-                        message,
-                        errors,
-                    }
-                },
-            );
+                    .all(|r| codes.contains(&r.code.as_str()))
+            };
+            return Err(if all(&["no_components"]) {
+                Error::Unprocessable {
+                    code: "no_components",
+                    message,
+                    errors,
+                }
+            } else if all(&["no_components", "unsupported"]) {
+                Error::Unprocessable {
+                    code: "unsupported",
+                    message,
+                    errors,
+                }
+            } else {
+                Error::Conflict {
+                    code: "rack_busy",
+                    message,
+                    errors,
+                }
+            });
         }
         Ok(submission)
     }
@@ -180,6 +201,20 @@ impl TaskService {
                 "no_components",
                 "no compute, NVSwitch or power-shelf component is targeted".into(),
             )));
+        }
+        if let Some(managers) = &self.managers {
+            let plan = preview::plan_for(
+                &self.db,
+                spec.rule_id,
+                rack.rack_id,
+                &spec.operation,
+                &rack.devices,
+            )
+            .await?;
+            let gaps = capability::gaps(&plan, managers);
+            if !gaps.is_empty() {
+                return Ok(Err(reject("unsupported", gaps.join("; "))));
+            }
         }
         let now = self.clock.now();
         let components = TaskComponent::of(&rack.devices);
@@ -282,7 +317,7 @@ impl TaskService {
 
     /// What submitting `spec` would do on each rack, without doing it.
     pub async fn preview(&self, spec: &OperationSpec) -> Result<Vec<preview::RackPreview>> {
-        preview::preview(&self.db, spec).await
+        preview::preview(&self.db, spec, self.managers.as_deref()).await
     }
 
     /// Whether the workflow engine answers: `Ok(false)` when this process has none.

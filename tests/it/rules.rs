@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Method, Request};
+use flow::inventory::model::ComponentType;
 use serde_json::{Value, json};
 
 use crate::support::fixtures::gb200_rack;
@@ -36,6 +37,9 @@ mod runs {
         every_built_in_rule_runs_to_success_against_the_sim: |b: OpsBuilder| b.sim(|s| {
             s.firmware_duration = Duration::from_millis(200);
         }),
+        a_plan_no_configured_manager_can_serve_is_refused_before_any_task: |b: OpsBuilder| b
+            .unmanaged(ComponentType::Compute),
+        a_power_operation_psm_cannot_send_is_refused_before_any_task: |b: OpsBuilder| b.with_psm(),
     );
 }
 
@@ -624,4 +628,75 @@ async fn every_built_in_rule_runs_to_success_against_the_sim(ops: Ops) {
         )
         .await;
     assert_eq!(r.error_fields(), vec!["forced".to_string()]);
+}
+
+async fn a_plan_no_configured_manager_can_serve_is_refused_before_any_task(ops: Ops) {
+    ops.app.create_rack(&gb200_rack(1, 2)).await;
+    let whole = json!({"target_spec": {"racks": [{"name": "rack-0001"}]}});
+    let r = ops
+        .app
+        .post("/v1/operations/power-on?dry_run=true", &whole)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let rack = &r.body["racks"][0];
+    assert_eq!(rack["outcome"], "reject", "{rack}");
+    assert_eq!(rack["reason"], "unsupported");
+    let gaps: Vec<&str> = rack["unsupported"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    assert!(!gaps.is_empty());
+    assert!(
+        gaps.iter()
+            .all(|g| g.contains("on compute") && g.contains("no manager is configured for compute")),
+        "{gaps:?}"
+    );
+
+    let r = ops.operate("power-on", &whole).await;
+    r.assert_problem(422, "unsupported");
+    assert!(r.text.contains("rack-0001"), "{}", r.text);
+    assert!(
+        r.text.contains("power_on on compute needs power control"),
+        "{}",
+        r.text
+    );
+    assert_eq!(ops.app.count_rows("tasks").await, 0, "nothing was created");
+
+    // Narrowed to what is managed, the same request runs.
+    let managed = json!({"target_spec": {"racks": [{"name": "rack-0001", "component_types": ["powershelf", "nvswitch"]}]}});
+    let r = ops.operate("power-on", &managed).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let task = ops.wait_end(r.body["task_ids"][0].as_str().unwrap()).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+}
+
+async fn a_power_operation_psm_cannot_send_is_refused_before_any_task(ops: Ops) {
+    ops.app.create_rack(&gb200_rack(1, 1)).await;
+    let rule = create_rule(
+        &ops.app,
+        &json!({"name": "reset shelves in place", "operation": "restart", "stages": [
+            {"component_types": ["powershelf"], "actions": [{"action": "power_control", "operation": "restart"}]}]}),
+    )
+    .await;
+    let body = json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "rule_id": rule["id"]});
+    let r = ops.operate("power-reset", &body).await;
+    r.assert_problem(422, "unsupported");
+    assert!(
+        r.text
+            .contains("the powershelf manager (psm) does not offer it"),
+        "{}",
+        r.text
+    );
+    assert_eq!(ops.app.count_rows("tasks").await, 0);
+    // The built-in restart turns shelves off and on, which PSM can do.
+    let builtin = json!({"target_spec": {"racks": [{"name": "rack-0001"}]}});
+    let r = ops
+        .app
+        .post("/v1/operations/power-reset?dry_run=true", &builtin)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["racks"][0]["outcome"], "start", "{}", r.text);
+    assert!(r.body["racks"][0].get("unsupported").is_none());
 }

@@ -266,9 +266,13 @@ pub struct RackPlanDoc {
     pub rack_name: String,
     /// `start`, `queue` or `reject`.
     pub outcome: String,
-    /// Why it would be refused: `rack_busy`, `queue_full`, `no_components`.
+    /// Why it would be refused: `rack_busy`, `queue_full`, `no_components`, `unsupported`.
     pub reason: Option<String>,
     pub conflicts: Vec<BlockerDoc>,
+    /// What the plan asks that the configured component managers cannot do, one line per
+    /// stage, type and action (with `reason: unsupported`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unsupported: Vec<String>,
     pub rule: Option<AppliedRuleDoc>,
     pub stages: Vec<PlannedStageDoc>,
     /// Upper bound of the whole run, and the workflow timeout derived from it.
@@ -323,6 +327,7 @@ impl From<RackPreview> for RackPlanDoc {
             rack_name: p.rack_name,
             outcome: p.outcome.into(),
             reason: p.reason,
+            unsupported: p.unsupported,
             conflicts: p
                 .conflicts
                 .into_iter()

@@ -158,6 +158,13 @@ impl PowerControl for PsmManager {
             None => Ok(()),
         }
     }
+
+    fn supports(&self, op: PowerOp) -> bool {
+        matches!(
+            op,
+            PowerOp::On | PowerOp::ForceOn | PowerOp::Off | PowerOp::ForceOff
+        )
+    }
 }
 
 #[async_trait]

@@ -43,6 +43,7 @@ pub struct OpsBuilder {
     backend: Backend,
     sim: SimConfig,
     psm: bool,
+    unmanaged: Vec<ComponentType>,
 }
 
 impl OpsBuilder {
@@ -51,7 +52,14 @@ impl OpsBuilder {
             backend,
             sim: SimConfig::default(),
             psm: false,
+            unmanaged: Vec::new(),
         }
+    }
+
+    /// Leaves a component type without any manager, as a site that configured none for it.
+    pub fn unmanaged(mut self, kind: ComponentType) -> Self {
+        self.unmanaged.push(kind);
+        self
     }
 
     pub fn sim(mut self, configure: impl FnOnce(&mut SimConfig)) -> Self {
@@ -87,10 +95,16 @@ impl OpsBuilder {
         let cleanup = db.cleanup();
         let engine = Arc::new(TemporalEngine::new(client.clone(), task_queue.clone()));
         let sim = Arc::new(SimDevices::new(self.sim));
-        let mut registry = Registry::new()
-            .with(ComponentType::Compute, sim_set(sim.clone()))
-            .with(ComponentType::NvSwitch, sim_set(sim.clone()))
-            .with(ComponentType::PowerShelf, sim_set(sim.clone()));
+        let mut registry = Registry::new();
+        for kind in [
+            ComponentType::Compute,
+            ComponentType::NvSwitch,
+            ComponentType::PowerShelf,
+        ] {
+            if !self.unmanaged.contains(&kind) {
+                registry = registry.with(kind, sim_set(sim.clone()));
+            }
+        }
         let psm = if self.psm {
             let server = PsmServer::start().await;
             let settings = PsmSettings {

@@ -1,0 +1,62 @@
+//! Whether the configured component managers can do what a plan asks: a gap refuses the rack
+//! at submission (and shows in a dry run) instead of failing each of its devices at run time.
+
+use std::collections::BTreeSet;
+
+use crate::components::registry::Registry;
+use crate::inventory::model::ComponentType;
+use crate::operations::plan::Plan;
+use crate::rules::model::Action;
+
+/// One line per stage, component type and action the managers cannot serve; empty when the
+/// plan can run.
+pub fn gaps(plan: &Plan, registry: &Registry) -> Vec<String> {
+    let mut out = Vec::new();
+    for stage in &plan.stages {
+        let kinds: BTreeSet<ComponentType> = stage.devices.iter().map(|d| d.kind).collect();
+        for kind in kinds {
+            let set = registry.get(kind);
+            for action in &stage.actions {
+                let (needed, offered) = match action {
+                    Action::PowerControl { operation } => (
+                        "power control",
+                        set.and_then(|s| s.power.as_ref()).is_some_and(|power| {
+                            operation.is_none_or(|code| power.supports(code.op()))
+                        }),
+                    ),
+                    Action::VerifyPower { .. } | Action::VerifyReachable { .. } => {
+                        ("power status", set.is_some_and(|s| s.status.is_some()))
+                    }
+                    Action::FirmwareStart | Action::FirmwareWait { .. } => (
+                        "firmware updates",
+                        set.is_some_and(|s| s.firmware.is_some()),
+                    ),
+                    Action::Register => (
+                        "registration",
+                        set.is_some_and(|s| s.registration.is_some()),
+                    ),
+                    Action::Sleep { .. } => continue,
+                };
+                if offered {
+                    continue;
+                }
+                let who = match set {
+                    Some(s) => format!("the {kind} manager ({}) does not offer it", s.name),
+                    None => {
+                        format!("no manager is configured for {kind} (FLOW_COMPONENT_MANAGERS)")
+                    }
+                };
+                let line = format!(
+                    "stage {} ({}): {} on {kind} needs {needed}; {who}",
+                    stage.number,
+                    stage.name,
+                    action.label()
+                );
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
+        }
+    }
+    out
+}
