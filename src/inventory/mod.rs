@@ -8,6 +8,7 @@ pub mod components;
 mod lookup;
 pub mod model;
 pub mod nvl;
+mod patch;
 pub mod query;
 pub mod racks;
 pub(crate) mod rows;
