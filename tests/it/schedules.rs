@@ -98,22 +98,28 @@ ops_on_both_backends!(
     a_run_a_dead_process_left_half_submitted_is_finished_once,
 );
 
-async fn an_interval_schedule_fires_on_its_racks_and_pause_resume_and_trigger_control_it(ops: Ops) {
+/// Racks 1 and 2, and a power-on schedule on both: the schedule's body and id.
+async fn power_on_schedule(ops: &Ops, name: &str, every: &str) -> (Value, String) {
     for n in [1, 2] {
         ops.app.create_rack(&gb200_rack(n, 1)).await;
     }
-    let schedules = service(&ops.state);
     let s = create(
         &ops.app,
         &body(
-            "every-2s",
-            interval("2s"),
+            name,
+            interval(every),
             json!({"kind": "power_on"}),
             &["rack-0001", "rack-0002"],
         ),
     )
     .await;
     let id = s["id"].as_str().unwrap().to_string();
+    (s, id)
+}
+
+async fn an_interval_schedule_fires_on_its_racks_and_pause_resume_and_trigger_control_it(ops: Ops) {
+    let schedules = service(&ops.state);
+    let (s, id) = power_on_schedule(&ops, "every-2s", "2s").await;
     assert_eq!(s["enabled"], true);
     assert!(s["next_run_at"].is_string());
 
@@ -750,21 +756,8 @@ mod cli {
 /// run stays `submitting` with that rack pending. Recovery finishes the run without a second
 /// task (the submission's idempotency key is derived from the run and the rack).
 async fn a_run_a_dead_process_left_half_submitted_is_finished_once(ops: Ops) {
-    for n in [1, 2] {
-        ops.app.create_rack(&gb200_rack(n, 1)).await;
-    }
     let schedules = service(&ops.state);
-    let s = create(
-        &ops.app,
-        &body(
-            "daily",
-            interval("24h"),
-            json!({"kind": "power_on"}),
-            &["rack-0001", "rack-0002"],
-        ),
-    )
-    .await;
-    let id = s["id"].as_str().unwrap().to_string();
+    let (_, id) = power_on_schedule(&ops, "daily", "24h").await;
     let trig = ops
         .app
         .post_empty(&format!("/v1/task-schedules/{id}/trigger"))
