@@ -97,19 +97,23 @@ pub fn compare(kind: ComponentType, devices: &[Device], report: &InventoryReport
             out.diffs.push(d);
         }
     }
-    for extra in &report.unlisted {
-        out.diffs.push(Diff {
-            kind: DiffKind::Unexpected,
-            component_type: kind,
-            component_id: None,
-            rack_id: None,
-            external_id: extra.external_id.clone(),
-            address: Some(extra.address.clone()),
-            fields: Vec::new(),
-            message: None,
-        });
-    }
+    out.diffs
+        .extend(report.unlisted.iter().map(|extra| unexpected(kind, extra)));
     out
+}
+
+/// A device a manager has (of type `kind`) that Flow does not expect.
+pub fn unexpected(kind: ComponentType, extra: &Observation) -> Diff {
+    Diff {
+        kind: DiffKind::Unexpected,
+        component_type: kind,
+        component_id: None,
+        rack_id: None,
+        external_id: extra.external_id.clone(),
+        address: Some(extra.address.clone()),
+        fields: Vec::new(),
+        message: None,
+    }
 }
 
 /// Every device of a manager that did not answer, as unreachable: not as missing.

@@ -110,3 +110,25 @@ pub struct Validation {
     pub summary: Summary,
     pub diffs: Vec<Diff>,
 }
+
+impl Validation {
+    /// Nothing compared yet; `unchecked` devices have no manager that reports what it sees.
+    pub fn new(unchecked: u64) -> Self {
+        Self {
+            summary: Summary {
+                unchecked,
+                ..Summary::default()
+            },
+            diffs: Vec::new(),
+        }
+    }
+
+    /// Adds one source's answer: its matched count and its differences.
+    pub fn add(&mut self, matched: u64, diffs: Vec<Diff>) {
+        self.summary.matched += matched;
+        for diff in diffs {
+            self.summary.count(diff.kind);
+            self.diffs.push(diff);
+        }
+    }
+}

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::DatabaseConnection;
+use sea_orm::{DatabaseConnection, DatabaseTransaction};
 
 use super::observe::Observer;
 use super::store;
@@ -83,21 +83,17 @@ impl DriftSync {
                 continue;
             }
             let now = self.clock.now();
-            let txn = db::begin_write(&self.db).await?;
-            if !lease::acquire(&txn, LEASE, holder, self.ttl(), now).await? {
-                txn.rollback().await?;
+            let Some(txn) = self.write_holding(holder, now).await? else {
                 return Ok(SyncRun::Skipped);
-            }
+            };
             store::record_sightings(&txn, &sightings, now).await?;
             txn.commit().await?;
         }
         let outcome = walk.finish();
         let now = self.clock.now();
-        let txn = db::begin_write(&self.db).await?;
-        if !lease::acquire(&txn, LEASE, holder, self.ttl(), now).await? {
-            txn.rollback().await?;
+        let Some(txn) = self.write_holding(holder, now).await? else {
             return Ok(SyncRun::Skipped);
-        }
+        };
         let (mut answered, mut unreachable, mut drift) = (Vec::new(), Vec::new(), 0);
         for source in outcome.sources {
             match &source.error {
@@ -127,6 +123,22 @@ impl DriftSync {
             unreachable,
             drift,
         })
+    }
+
+    /// A write transaction in which `holder` has renewed the lease, or `None` when the lease
+    /// lapsed and another process took it (then nothing may be written).
+    async fn write_holding(
+        &self,
+        holder: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<DatabaseTransaction>> {
+        let txn = db::begin_write(&self.db).await?;
+        if lease::acquire(&txn, LEASE, holder, self.ttl(), now).await? {
+            Ok(Some(txn))
+        } else {
+            txn.rollback().await?;
+            Ok(None)
+        }
     }
 
     /// Gives the lease up (shutdown), so another process takes over at its next tick.

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::compare::{self, Comparison};
 use super::observe::{Observed, Observer};
 use super::walk::{PAGE, Walk};
-use super::{Diff, Summary, Validation, expected};
+use super::{Validation, expected};
 use crate::error::Result;
 use crate::operations::model::TargetSpec;
 
@@ -31,19 +31,9 @@ async fn everything(db: &impl ConnectionTrait, observer: &Observer) -> Result<Va
     let mut walk = Walk::start(db, observer, PAGE).await;
     while walk.next_page().await?.is_some() {}
     let outcome = walk.finish();
-    let mut validation = Validation {
-        summary: Summary {
-            unchecked: outcome.unchecked,
-            ..Summary::default()
-        },
-        diffs: Vec::new(),
-    };
+    let mut validation = Validation::new(outcome.unchecked);
     for source in outcome.sources {
-        validation.summary.matched += source.matched;
-        for diff in source.diffs {
-            validation.summary.count(diff.kind);
-            validation.diffs.push(diff);
-        }
+        validation.add(source.matched, source.diffs);
     }
     Ok(validation)
 }
@@ -60,26 +50,15 @@ pub async fn validate_rack(
 
 /// Compares every source's answer; a source that did not answer makes its devices unreachable.
 pub fn assemble(observed: &Observed) -> Validation {
-    let mut validation = Validation {
-        summary: Summary {
-            unchecked: observed.unchecked.len() as u64,
-            ..Summary::default()
-        },
-        diffs: Vec::new(),
-    };
+    let mut validation = Validation::new(observed.unchecked.len() as u64);
     for source in &observed.sources {
-        let diffs: Vec<Diff> = match &source.outcome {
+        match &source.outcome {
             Ok(report) => {
                 let Comparison { matched, diffs, .. } =
                     compare::compare(source.kind, &source.devices, report);
-                validation.summary.matched += matched;
-                diffs
+                validation.add(matched, diffs);
             }
-            Err(error) => compare::unreachable(&source.devices, error),
-        };
-        for diff in diffs {
-            validation.summary.count(diff.kind);
-            validation.diffs.push(diff);
+            Err(error) => validation.add(0, compare::unreachable(&source.devices, error)),
         }
     }
     validation

@@ -11,7 +11,7 @@ use super::Diff;
 use super::compare::{self, Sighting};
 use super::expected;
 use super::observe::{Observer, Source};
-use crate::components::{Device, DeviceError, InventoryReport, Observation};
+use crate::components::{Device, DeviceError, Observation};
 use crate::error::Result;
 use crate::inventory::model::ComponentType;
 
@@ -181,12 +181,12 @@ impl<'a, C: ConnectionTrait> Walk<'a, C> {
                 if state.walk.error.is_none() {
                     let mut unlisted: Vec<Observation> = state.unclaimed.into_values().collect();
                     unlisted.sort_by(|a, b| a.address.cmp(&b.address));
-                    let report = InventoryReport {
-                        unlisted,
-                        ..InventoryReport::default()
-                    };
-                    let extra = compare::compare(state.walk.kind, &[], &report);
-                    state.walk.diffs.extend(extra.diffs);
+                    let kind = state.walk.kind;
+                    state.walk.diffs.extend(
+                        unlisted
+                            .iter()
+                            .map(|extra| compare::unexpected(kind, extra)),
+                    );
                 }
                 state.walk
             })

@@ -24,9 +24,10 @@ fn in_flight() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
 
-/// What a batched lookup answers: the component (or none), or `Err` when the shared statement
-/// failed and the caller should look up alone, so that it gets its own error.
-type Reply = std::result::Result<Option<Component>, ()>;
+/// What a queued lookup is answered: the component (or none), or its own error when it went
+/// alone. When a shared statement fails its waiters get no answer (the sender is dropped) and
+/// each looks up alone, so that it gets its own error.
+type Reply = Result<Option<Component>>;
 
 struct Pending {
     manufacturer_key: String,
@@ -73,8 +74,8 @@ impl SerialLookups {
             return alone().await;
         }
         match answer.await {
-            Ok(Ok(found)) => Ok(found),
-            _ => alone().await,
+            Ok(answer) => answer,
+            Err(_) => alone().await,
         }
     }
 
@@ -120,8 +121,7 @@ async fn answer(db: &DatabaseConnection, batch: Vec<Pending>) {
                     serial: &one.serial,
                 },
             )
-            .await
-            .map_err(|_| ());
+            .await;
             let _ = one.reply.send(found);
         }
         return;
