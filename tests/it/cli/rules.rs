@@ -24,6 +24,14 @@ fn ok(run: &Run) -> Value {
 }
 
 /// Creates the example rule through the CLI; returns its id.
+/// `flow -o json <args> --dry-run`, which must succeed: the plan it prints.
+async fn dry_run(url: &str, args: &[&str]) -> Value {
+    let mut full = vec!["-o", "json"];
+    full.extend_from_slice(args);
+    full.push("--dry-run");
+    ok(&flow(url, &full).await)
+}
+
 async fn create_example(url: &str) -> String {
     let created = ok(&flow(url, &["-o", "json", "rule", "create", "-f", EXAMPLE]).await);
     assert_eq!(created["name"], "careful power on");
@@ -201,19 +209,7 @@ async fn a_dry_run_shows_the_rule_attached_to_the_rack_and_creates_nothing(app: 
     assert_eq!(on_rack["items"][0]["operation"], "power_on");
     assert_eq!(on_rack["items"][0]["rule_id"], json!(id));
 
-    let plan = ok(&flow(
-        &url,
-        &[
-            "-o",
-            "json",
-            "power",
-            "on",
-            "--rack",
-            "rack-0001",
-            "--dry-run",
-        ],
-    )
-    .await);
+    let plan = dry_run(&url, &["power", "on", "--rack", "rack-0001"]).await;
     assert_eq!(plan["dry_run"], true);
     let rack = &plan["racks"][0];
     assert_eq!(rack["outcome"], "start");
@@ -251,41 +247,21 @@ async fn a_dry_run_shows_the_rule_attached_to_the_rack_and_creates_nothing(app: 
     assert_eq!(compute[4..6], ["2", "4"], "{table:#?}");
 
     // `--rule` wins over the rack's rule; `--mode` picks the reset's own built-in rule.
-    let builtin_plan = ok(&flow(
+    let builtin_plan = dry_run(
         &url,
-        &[
-            "-o",
-            "json",
-            "power",
-            "reset",
-            "--rack",
-            "rack-0001",
-            "--mode",
-            "warm",
-            "--dry-run",
-        ],
+        &["power", "reset", "--rack", "rack-0001", "--mode", "warm"],
     )
-    .await);
+    .await;
     assert_eq!(
         builtin_plan["racks"][0]["rule"]["name"],
         "built-in warm reset"
     );
     let second = create_example(&url).await;
-    let asked = ok(&flow(
+    let asked = dry_run(
         &url,
-        &[
-            "-o",
-            "json",
-            "power",
-            "on",
-            "--rack",
-            "rack-0001",
-            "--rule",
-            &second,
-            "--dry-run",
-        ],
+        &["power", "on", "--rack", "rack-0001", "--rule", &second],
     )
-    .await);
+    .await;
     assert_eq!(asked["racks"][0]["rule"]["source"], "request");
     assert_eq!(asked["racks"][0]["rule"]["id"], json!(second));
 
@@ -326,19 +302,7 @@ async fn a_dry_run_shows_the_rule_attached_to_the_rack_and_creates_nothing(app: 
     assert_eq!(detached.code, 0, "{detached:#?}");
     let on_rack = ok(&flow(&url, &["-o", "json", "rule", "rack", "rack-0001"]).await);
     assert_eq!(on_rack["items"], json!([]));
-    let plan = ok(&flow(
-        &url,
-        &[
-            "-o",
-            "json",
-            "power",
-            "on",
-            "--rack",
-            "rack-0001",
-            "--dry-run",
-        ],
-    )
-    .await);
+    let plan = dry_run(&url, &["power", "on", "--rack", "rack-0001"]).await;
     assert_eq!(plan["racks"][0]["rule"]["source"], "builtin");
 }
 
