@@ -1,9 +1,11 @@
 //! Shared application state handed to every handler.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::DatabaseConnection;
+use tokio::sync::watch;
 
 use crate::components::registry::Registry;
 use crate::config::Config;
@@ -28,6 +30,38 @@ impl Clock for SystemClock {
     }
 }
 
+/// What this process's Temporal worker is doing, for `/readyz`.
+#[derive(Debug, Default)]
+pub struct WorkerStatus(AtomicU8);
+
+/// The states of [`WorkerStatus`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerState {
+    /// This process runs no worker.
+    Absent,
+    /// Waiting for Temporal to be reachable before the worker can be built.
+    Connecting,
+    /// The worker polls its task queue.
+    Polling,
+    /// The worker stopped (draining at shutdown, or failed and about to be rebuilt).
+    Stopped,
+}
+
+impl WorkerStatus {
+    pub fn set(&self, state: WorkerState) {
+        self.0.store(state as u8, Ordering::Release);
+    }
+
+    pub fn get(&self) -> WorkerState {
+        match self.0.load(Ordering::Acquire) {
+            1 => WorkerState::Connecting,
+            2 => WorkerState::Polling,
+            3 => WorkerState::Stopped,
+            _ => WorkerState::Absent,
+        }
+    }
+}
+
 /// Cheap-to-clone handle on everything a request needs.
 #[derive(Clone)]
 pub struct AppState(Arc<AppInner>);
@@ -42,6 +76,10 @@ pub struct AppInner {
     pub observer: Observer,
     /// Lookups by serial, coalesced under load.
     pub lookups: SerialLookups,
+    /// Turns `true` when the process begins shutting down: event streams end.
+    pub draining: watch::Sender<bool>,
+    /// This process's worker, if it runs one.
+    pub worker: WorkerStatus,
 }
 
 impl AppState {
@@ -81,6 +119,8 @@ impl AppState {
             clock,
             tasks,
             observer,
+            draining: watch::channel(false).0,
+            worker: WorkerStatus::default(),
         }))
     }
 
@@ -117,6 +157,21 @@ impl AppState {
 
     pub fn now(&self) -> DateTime<Utc> {
         self.0.clock.now()
+    }
+
+    /// Tells long-lived responses (event streams) that the process is shutting down.
+    pub fn begin_drain(&self) {
+        self.0.draining.send_replace(true);
+    }
+
+    /// Resolves once [`AppState::begin_drain`] was called.
+    pub fn draining(&self) -> watch::Receiver<bool> {
+        self.0.draining.subscribe()
+    }
+
+    /// What this process's worker is doing.
+    pub fn worker(&self) -> &WorkerStatus {
+        &self.0.worker
     }
 }
 

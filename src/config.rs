@@ -33,6 +33,8 @@ pub const ENV_VARS: &[&str] = &[
     "FLOW_SIM_FAILURE_RATE",
     "FLOW_DRIFT_SYNC_INTERVAL_SECS",
     "FLOW_OBSERVE_TIMEOUT_SECS",
+    "FLOW_DB_ACQUIRE_TIMEOUT_SECS",
+    "FLOW_SHUTDOWN_GRACE_SECS",
 ];
 
 /// The original service's variable names, still accepted for operators moving over.
@@ -88,6 +90,10 @@ pub struct Config {
     pub drift_sync_interval_secs: u64,
     /// Deadline of one manager's inventory report (validation and drift sync).
     pub observe_timeout_secs: u64,
+    /// How long a request waits for a database connection before answering 503.
+    pub db_acquire_timeout_secs: u64,
+    /// After SIGTERM: how long in-flight requests and event streams get before the process exits.
+    pub shutdown_grace_secs: u64,
 }
 
 impl Default for Config {
@@ -116,6 +122,8 @@ impl Default for Config {
             sim_failure_rate: 0.0,
             drift_sync_interval_secs: 60,
             observe_timeout_secs: 10,
+            db_acquire_timeout_secs: 2,
+            shutdown_grace_secs: 20,
         }
     }
 }
@@ -146,6 +154,8 @@ impl fmt::Debug for Config {
             .field("sim_failure_rate", &self.sim_failure_rate)
             .field("drift_sync_interval_secs", &self.drift_sync_interval_secs)
             .field("observe_timeout_secs", &self.observe_timeout_secs)
+            .field("db_acquire_timeout_secs", &self.db_acquire_timeout_secs)
+            .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .finish()
     }
 }
@@ -233,6 +243,27 @@ impl Config {
             self.schedule_tick_ms = parse("FLOW_SCHEDULE_TICK_MS", v)?;
         }
         for (key, field) in [
+            (
+                "FLOW_DB_ACQUIRE_TIMEOUT_SECS",
+                &mut self.db_acquire_timeout_secs,
+            ),
+            ("FLOW_SHUTDOWN_GRACE_SECS", &mut self.shutdown_grace_secs),
+        ] {
+            if let Some(v) = get(key) {
+                *field = parse(key, v)?;
+            }
+        }
+        // Empty is not "unset" here: it used to mean inventory-only, and silently falling back
+        // to localhost would surprise whoever set it.
+        if env
+            .get("FLOW_TEMPORAL_ADDRESS")
+            .is_some_and(|v| v.trim().is_empty())
+        {
+            return Err(ConfigError(
+                "FLOW_TEMPORAL_ADDRESS is empty: set the Temporal frontend address, or `none` for an inventory-only process".into(),
+            ));
+        }
+        for (key, field) in [
             ("FLOW_TEMPORAL_ADDRESS", &mut self.temporal_address),
             ("FLOW_TEMPORAL_NAMESPACE", &mut self.temporal_namespace),
             ("FLOW_TEMPORAL_TASK_QUEUE", &mut self.temporal_task_queue),
@@ -308,6 +339,17 @@ impl Config {
             return Err(ConfigError(
                 "FLOW_PSM_TIMEOUT_SECS must be at least 1".into(),
             ));
+        }
+        if self.temporal_address.trim().is_empty() {
+            return Err(ConfigError(
+                "FLOW_TEMPORAL_ADDRESS is empty: set the Temporal frontend address, or `none` for an inventory-only process".into(),
+            ));
+        }
+        if !(1..=60).contains(&self.db_acquire_timeout_secs) {
+            return Err(ConfigError(format!(
+                "FLOW_DB_ACQUIRE_TIMEOUT_SECS must be between 1 and 60, not {}",
+                self.db_acquire_timeout_secs
+            )));
         }
         if self.observe_timeout_secs == 0 {
             return Err(ConfigError(
@@ -421,6 +463,11 @@ mod tests {
             ("FLOW_OBSERVE_TIMEOUT_SECS", "0"),
             ("FLOW_SCHEDULE_TICK_MS", "0"),
             ("FLOW_SCHEDULE_TICK_MS", "1s"),
+            ("FLOW_TEMPORAL_ADDRESS", ""),
+            ("FLOW_TEMPORAL_ADDRESS", "  "),
+            ("FLOW_DB_ACQUIRE_TIMEOUT_SECS", "0"),
+            ("FLOW_DB_ACQUIRE_TIMEOUT_SECS", "2s"),
+            ("FLOW_SHUTDOWN_GRACE_SECS", "-1"),
         ] {
             let err = Config::load(&env(&[(key, value)])).unwrap_err();
             assert!(err.to_string().contains(key), "{key}={value}: {err}");
@@ -455,6 +502,20 @@ mod tests {
         assert_eq!(c.sim_fail_serials, ["SN1", "SN2"]);
         assert_eq!(c.sim_slow_serials, ["SN3"]);
         assert_eq!((c.sim_slow_ms, c.sim_failure_rate), (10, 0.25));
+    }
+
+    #[test]
+    fn fault_settings_have_prompt_defaults_and_none_means_inventory_only() {
+        let c = Config::load(&env(&[])).unwrap();
+        assert_eq!((c.db_acquire_timeout_secs, c.shutdown_grace_secs), (2, 20));
+        let c = Config::load(&env(&[
+            ("FLOW_DB_ACQUIRE_TIMEOUT_SECS", "5"),
+            ("FLOW_SHUTDOWN_GRACE_SECS", "3"),
+            ("FLOW_TEMPORAL_ADDRESS", "none"),
+        ]))
+        .unwrap();
+        assert_eq!((c.db_acquire_timeout_secs, c.shutdown_grace_secs), (5, 3));
+        assert_eq!(c.temporal_address, "none");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use temporalio_sdk::Runtime;
 
-use crate::app::AppState;
+use crate::app::{AppState, WorkerState};
 use crate::components::registry::{Registry, sim_from_config};
 use crate::config::Config;
 use crate::drift::observe::Observer;
@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::schedules::{ScheduleService, dispatch_loop};
 use crate::tasks::engine::WorkflowEngine;
 use crate::workflows::activities::RackActivities;
-use crate::workflows::{TemporalEngine, worker};
+use crate::workflows::{LinkedEngine, TemporalLink, worker};
 use crate::{api, db};
 
 /// Which parts this process runs.
@@ -26,22 +26,25 @@ pub struct Roles {
     pub worker: bool,
 }
 
-/// How long to wait for Temporal at start-up.
-const TEMPORAL_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often stuck tasks are reconciled with their workflow runs.
 const RECONCILE_INTERVAL: Duration = Duration::from_secs(30);
+/// Wait before rebuilding a worker whose run ended with an error.
+const WORKER_RESTART_DELAY: Duration = Duration::from_secs(2);
 
 fn internal(e: impl std::fmt::Display) -> Error {
     Error::Internal(e.to_string())
 }
 
-/// Runs until `shutdown` resolves (then drains gracefully) or a part fails.
+/// Runs until `shutdown` resolves (then drains gracefully) or a part fails. Temporal need not
+/// be reachable: the link connects in the background and operations answer 503 until it does.
 pub async fn run(
     config: Config,
     roles: Roles,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let conn = db::connect(&db::DbOptions::new(&config.database_url)).await?;
+    let mut options = db::DbOptions::new(&config.database_url);
+    options.acquire_timeout = Duration::from_secs(config.db_acquire_timeout_secs);
+    let conn = db::connect(&options).await?;
     if config.migrate_on_start {
         db::migrate(&conn).await?;
     }
@@ -51,17 +54,15 @@ pub async fn run(
             .map_err(|e| Error::invalid("FLOW_COMPONENT_MANAGERS", e))?,
     );
     let holder = format!("{}-{}", hostname(), std::process::id());
-    let temporal_off =
-        config.temporal_address.trim().is_empty() || config.temporal_address == "none";
-    if temporal_off {
+    if config.temporal_address.trim() == "none" {
         if roles.worker {
             return Err(Error::invalid(
                 "FLOW_TEMPORAL_ADDRESS",
-                "a worker needs Temporal",
+                "a worker needs Temporal; `none` is for an API process (`flow serve --no-worker`)",
             ));
         }
         tracing::warn!(
-            "FLOW_TEMPORAL_ADDRESS is empty: serving the inventory only; operations answer 503"
+            "FLOW_TEMPORAL_ADDRESS=none: serving the inventory only; operations answer 503"
         );
         let state = AppState::build(
             conn,
@@ -74,32 +75,25 @@ pub async fn run(
         stop_drift_sync(drift, &holder).await;
         return served;
     }
-    let client = worker::connect(&config.temporal_address, &config.temporal_namespace, TEMPORAL_CONNECT_TIMEOUT).await.map_err(|e| {
-        Error::Unavailable {
-            service: "temporal",
-            message: format!("{e}; start a Temporal server (the README's run command does) or set FLOW_TEMPORAL_ADDRESS"),
-        }
-    })?;
-    worker::ensure_namespace(&client, &config.temporal_namespace).await?;
-    let engine: Arc<dyn WorkflowEngine> = Arc::new(TemporalEngine::new(
-        client.clone(),
+    // A malformed address is a configuration error now, not a reason to retry forever.
+    temporalio_client::Url::parse(&config.temporal_address)
+        .map_err(|e| Error::invalid("FLOW_TEMPORAL_ADDRESS", e.to_string()))?;
+    let link = TemporalLink::new(&config.temporal_address, &config.temporal_namespace);
+    let maintainer = tokio::spawn(link.clone().maintain());
+    let engine: Arc<dyn WorkflowEngine> = Arc::new(LinkedEngine::new(
+        link.clone(),
         config.temporal_task_queue.clone(),
     ));
     let state = AppState::build(conn, config.clone(), engine, registry.clone());
 
     if !roles.worker {
-        return serve_api(config, state, shutdown).await;
+        let served = serve_api(config, state, shutdown).await;
+        maintainer.abort();
+        return served;
     }
+    state.worker().set(WorkerState::Connecting);
     tracing::info!(managers = ?registry.describe(), task_queue = %config.temporal_task_queue, "starting the worker");
     let runtime = Runtime::from_current_tokio(Default::default()).map_err(internal)?;
-    let activities = RackActivities {
-        tasks: state.task_service(),
-        registry: registry.clone(),
-        clock: state.clock(),
-    };
-    let mut temporal_worker =
-        worker::build_worker(&runtime, client, &config.temporal_task_queue, activities)?;
-    let stop_worker = temporal_worker.shutdown_handle();
     let reconciler = tokio::spawn(worker::reconcile_loop(
         state.task_service(),
         holder.clone(),
@@ -135,20 +129,89 @@ pub async fn run(
             Ok(())
         }
     };
-    let stop_part = async {
-        let mut rx = stop_rx.clone();
-        let _ = rx.wait_for(|stop| *stop).await;
-        stop_worker();
+    let activities = RackActivities {
+        tasks: state.task_service(),
+        registry: registry.clone(),
+        clock: state.clock(),
     };
     // The worker's future is not Send: it runs here, on the main task, beside the API.
-    let (api_result, worker_result, ()) = tokio::join!(api_part, temporal_worker.run(), stop_part);
+    let (api_result, worker_result) = tokio::join!(
+        api_part,
+        run_worker(
+            &runtime,
+            &link,
+            &config,
+            activities,
+            &state,
+            stop_rx.clone()
+        )
+    );
+    state.worker().set(WorkerState::Stopped);
+    maintainer.abort();
     reconciler.abort();
     dispatcher.abort();
     let _ = state.tasks().release(&holder).await;
     stop_drift_sync(drift, &holder).await;
     let _ = schedules.release(&holder).await;
     api_result?;
-    worker_result.map_err(internal)
+    worker_result
+}
+
+/// Builds the worker once Temporal is reachable and runs it until `stop`; a worker whose run
+/// fails (Temporal gone for longer than the SDK retries) is rebuilt, so the process never needs
+/// a restart to run operations again.
+async fn run_worker(
+    runtime: &Runtime,
+    link: &TemporalLink,
+    config: &Config,
+    activities: RackActivities,
+    state: &AppState,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<()> {
+    loop {
+        let client = tokio::select! {
+            client = link.wait_client() => client,
+            _ = stop.wait_for(|s| *s) => return Ok(()),
+        };
+        let mut temporal_worker = worker::build_worker(
+            runtime,
+            client,
+            &config.temporal_task_queue,
+            activities.clone(),
+        )?;
+        let stop_worker = temporal_worker.shutdown_handle();
+        state.worker().set(WorkerState::Polling);
+        let result = {
+            let run = temporal_worker.run();
+            tokio::pin!(run);
+            let mut rx = stop.clone();
+            let ended = tokio::select! {
+                result = &mut run => Some(result),
+                _ = rx.wait_for(|s| *s) => None,
+            };
+            match ended {
+                Some(result) => result,
+                None => {
+                    // Drains: running activities get the worker's graceful period.
+                    stop_worker();
+                    run.await
+                }
+            }
+        };
+        state.worker().set(WorkerState::Stopped);
+        if *stop.borrow() {
+            return result.map_err(internal);
+        }
+        match result {
+            Ok(()) => tracing::warn!("the worker stopped on its own; starting it again"),
+            Err(e) => tracing::warn!(error = %e, "the worker failed; starting it again"),
+        }
+        state.worker().set(WorkerState::Connecting);
+        tokio::select! {
+            () = tokio::time::sleep(WORKER_RESTART_DELAY) => {},
+            _ = stop.wait_for(|s| *s) => return Ok(()),
+        }
+    }
 }
 
 /// Starts the periodic drift sync unless `FLOW_DRIFT_SYNC_INTERVAL_SECS` is 0. Every process
@@ -201,10 +264,34 @@ async fn serve_api(
         addr.to_string()
     };
     tracing::info!(%addr, "listening; Swagger UI at http://{shown}/swagger-ui/");
-    axum::serve(listener, api::router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(internal)
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
+    let drain_state = state.clone();
+    let server = axum::serve(listener, api::router(state)).with_graceful_shutdown(async move {
+        shutdown.await;
+        // Stop accepting (axum does on return) and end event streams with a final event, so
+        // open streams do not hold the process until their tasks end.
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: finishing in-flight requests"
+        );
+        drain_state.begin_drain();
+        let _ = signalled_tx.send(());
+    });
+    let deadline = async move {
+        if signalled_rx.await.is_ok() {
+            tokio::time::sleep(grace).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        served = std::future::IntoFuture::into_future(server) => served.map_err(internal),
+        () = deadline => {
+            tracing::warn!(grace_secs = grace.as_secs(), "shutdown grace period over; dropping the connections still open");
+            Ok(())
+        }
+    }
 }
 
 fn hostname() -> String {

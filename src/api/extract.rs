@@ -26,6 +26,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 "expected a JSON body with Content-Type: application/json",
             ));
         }
+        check_charset(req.headers())?;
         let bytes = read_body(req, state).await?;
         // Every request body is an object; serde would otherwise read an array as a struct's
         // fields in order.
@@ -39,8 +40,115 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 "expected a JSON object",
             )]));
         }
+        if may_hold_controls(&bytes)
+            && let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes)
+        {
+            check_controls(&value)?;
+        }
         parse_json(&bytes).map(Json)
     }
+}
+
+/// Refuses a body declared in another charset than UTF-8 (JSON is UTF-8; reading UTF-16 as
+/// UTF-8 would store garbage).
+fn check_charset(headers: &HeaderMap) -> Result<(), Problem> {
+    let Some(content_type) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return Ok(());
+    };
+    for param in content_type.split(';').skip(1) {
+        let Some((name, value)) = param.split_once('=') else {
+            continue;
+        };
+        if name.trim().eq_ignore_ascii_case("charset") {
+            let charset = value.trim().trim_matches('"').to_ascii_lowercase();
+            if charset != "utf-8" && charset != "utf8" {
+                return Err(Problem::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "unsupported_media_type",
+                    format!("the body must be UTF-8, not {charset:?}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a JSON text can hold a control character: only as a `\u` escape (JSON forbids them
+/// raw) or as a raw C1 character (U+0080..U+009F, UTF-8 `C2 80`..`C2 9F`). Most bodies hold
+/// neither, and skip the second parse.
+fn may_hold_controls(bytes: &[u8]) -> bool {
+    bytes
+        .windows(2)
+        .any(|w| w[0] == b'\\' || (w[0] == 0xC2 && (0x80..=0x9F).contains(&w[1])))
+}
+
+/// Control characters (NUL, ESC, BEL, DEL, C1 ...) are refused in every string of a body,
+/// naming the field: they have no place in names, serials or addresses, PostgreSQL cannot
+/// store NUL, and printed raw they drive terminals. Free text (`description`) may hold line
+/// breaks and tabs.
+pub fn check_controls(value: &serde_json::Value) -> Result<(), Problem> {
+    let mut errors = Vec::new();
+    walk_controls(value, "", false, &mut errors);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Problem::invalid(errors))
+    }
+}
+
+fn walk_controls(value: &serde_json::Value, path: &str, free: bool, out: &mut Vec<FieldError>) {
+    match value {
+        serde_json::Value::String(s) => {
+            let bad = s
+                .chars()
+                .any(|c| c.is_control() && !(free && matches!(c, '\n' | '\r' | '\t')));
+            if bad && out.len() < 20 {
+                let field = if path.is_empty() { "body" } else { path };
+                out.push(FieldError::new(
+                    field,
+                    "must not contain control characters (NUL, ESC, BEL, ...)",
+                ));
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk_controls(item, &format!("{path}[{i}]"), free, out);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (key, item) in map {
+                let child = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                if key.chars().any(char::is_control) && out.len() < 20 {
+                    out.push(FieldError::new(
+                        child.clone(),
+                        "a key must not contain control characters",
+                    ));
+                }
+                walk_controls(item, &child, key == "description", out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Refuses control characters in a query parameter, naming it.
+fn check_query_controls(query: &str) -> Result<(), Problem> {
+    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+        if name.chars().chain(value.chars()).any(char::is_control) {
+            return Err(Problem::invalid(vec![FieldError::new(
+                name.chars().filter(|c| !c.is_control()).collect::<String>(),
+                "must not contain control characters (NUL, ESC, BEL, ...)",
+            )]));
+        }
+    }
+    Ok(())
 }
 
 /// The body's bytes; too large is a 413, anything else unreadable a 400.
@@ -94,6 +202,9 @@ impl<S: Send + Sync> FromRequest<S> for Document {
                 "expected a body with Content-Type: application/json or application/yaml",
             ));
         }
+        if !yaml {
+            check_charset(req.headers())?;
+        }
         let bytes = read_body(req, state).await?;
         let parsed: Result<serde_json::Value, String> = if yaml {
             serde_yaml::from_slice(&bytes).map_err(|e| format!("not valid YAML: {e}"))
@@ -101,7 +212,10 @@ impl<S: Send + Sync> FromRequest<S> for Document {
             serde_json::from_slice(&bytes).map_err(|e| format!("not valid JSON: {e}"))
         };
         match parsed {
-            Ok(value) if value.is_object() => Ok(Document(value)),
+            Ok(value) if value.is_object() => {
+                check_controls(&value)?;
+                Ok(Document(value))
+            }
             Ok(_) => Err(Problem::invalid(vec![FieldError::new(
                 "body",
                 "expected an object",
@@ -208,6 +322,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
+        check_query_controls(query)?;
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
         serde_path_to_error::deserialize(de)
             .map(Query)

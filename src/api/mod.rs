@@ -84,6 +84,32 @@ pub fn router(state: AppState) -> Router {
         })
         .on_response(LogResponse))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .layer(axum::middleware::from_fn(check_request_id))
+}
+
+/// Longest `x-request-id` accepted (a UUID is 36; tracing ids are at most 64).
+pub const MAX_REQUEST_ID_LEN: usize = 128;
+
+/// Refuses an `x-request-id` that is too long or not visible ASCII: it is echoed and logged,
+/// so it must not smuggle a megabyte or terminal control sequences.
+async fn check_request_id(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if let Some(value) = request.headers().get("x-request-id") {
+        let bytes = value.as_bytes();
+        if bytes.is_empty()
+            || bytes.len() > MAX_REQUEST_ID_LEN
+            || !bytes.iter().all(|b| b.is_ascii_graphic())
+        {
+            return Problem::invalid(vec![crate::error::FieldError::new(
+                "x-request-id",
+                format!("must be 1 to {MAX_REQUEST_ID_LEN} visible ASCII characters"),
+            )])
+            .into_response();
+        }
+    }
+    next.run(request).await
 }
 
 /// Logs each response in the request's span: errors at INFO, successes at DEBUG. A formatted

@@ -48,14 +48,16 @@ enum Submitted {
     /// Invalid input or a target that names nothing; `errors` names each field.
     #[response(status = 400, content_type = "application/problem+json")]
     BadRequest(Problem),
-    /// Every targeted rack is busy with a conflicting task (`code`: `rack_busy`).
+    /// Every targeted rack is busy with a conflicting task (`code`: `rack_busy`), or every
+    /// rack's queue is full (`queue_full`).
     #[response(status = 409, content_type = "application/problem+json")]
     Busy(Problem),
     /// Nothing to operate on, or the idempotency key was used for another request.
     #[response(status = 422, content_type = "application/problem+json")]
     Unprocessable(Problem),
-    /// The workflow engine is unreachable.
-    #[response(status = 503, content_type = "application/problem+json")]
+    /// The workflow engine is unreachable (`engine_unavailable`: no task was created) or the
+    /// database is (`database_unavailable`); `Retry-After` says when to try again.
+    #[response(status = 503, content_type = "application/problem+json", headers(("Retry-After" = u64, description = "Seconds to wait before retrying")))]
     Unavailable(Problem),
 }
 

@@ -7,6 +7,11 @@ use utoipa::ToSchema;
 
 use crate::error::{Error, FieldError};
 
+/// `Retry-After` of a `database_unavailable` answer: about two pool acquire timeouts.
+const DATABASE_RETRY_AFTER_SECS: u64 = 5;
+/// `Retry-After` of an `engine_unavailable` answer: the background reconnect's backoff ceiling.
+const ENGINE_RETRY_AFTER_SECS: u64 = 10;
+
 /// An RFC 9457 problem document.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(example = json!({
@@ -35,6 +40,9 @@ pub struct Problem {
     /// One entry per offending input field.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<FieldErrorDoc>,
+    /// Seconds after which a retry may succeed; sent as the `Retry-After` header, not in the body.
+    #[serde(skip)]
+    pub retry_after: Option<u64>,
 }
 
 /// One invalid field.
@@ -64,7 +72,32 @@ impl Problem {
             instance: None,
             code: code.to_string(),
             errors: Vec::new(),
+            retry_after: None,
         }
+    }
+
+    /// Adds a `Retry-After` header (seconds).
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
+    }
+
+    /// `503` for a dependency that is down: `database_unavailable`, `engine_unavailable` (Temporal)
+    /// or `unavailable` (anything else), with a `Retry-After` hint.
+    pub fn unavailable(service: &str) -> Self {
+        let (code, retry) = match service {
+            "database" => ("database_unavailable", DATABASE_RETRY_AFTER_SECS),
+            "temporal" => ("engine_unavailable", ENGINE_RETRY_AFTER_SECS),
+            _ => ("unavailable", ENGINE_RETRY_AFTER_SECS),
+        };
+        let detail = match service {
+            "temporal" => {
+                "the workflow engine (Temporal) is unavailable; nothing was started, retry later"
+                    .to_string()
+            }
+            other => format!("{other} is unavailable; retry later"),
+        };
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, code, detail).retry_after(retry)
     }
 
     pub fn with_errors(mut self, errors: Vec<FieldError>) -> Self {
@@ -91,6 +124,11 @@ impl IntoResponse for Problem {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         response
     }
 }
@@ -135,11 +173,11 @@ impl From<Error> for Problem {
             ),
             Error::Unavailable { service, message } => {
                 tracing::warn!(service, %message, "dependency unavailable");
-                Problem::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "unavailable",
-                    format!("{service} is unavailable"),
-                )
+                Problem::unavailable(service)
+            }
+            Error::Db(e) if crate::db::is_outage(&e) => {
+                tracing::warn!(error = %e, "database unavailable");
+                Problem::unavailable("database")
             }
             e @ (Error::Db(_) | Error::Internal(_)) => {
                 // The full chain goes to the log once; the client gets no internals.

@@ -211,7 +211,8 @@ pub async fn cancel_task(
 /// Follow a task
 ///
 /// Server-Sent Events: a `task` event with the whole task (as `GET /v1/tasks/{id}` returns it)
-/// now and on every status or report change, until the task ends; then the stream closes.
+/// now and on every status or report change, until the task ends; then the stream closes. When
+/// the server shuts down, a final `shutdown` event is sent and the stream closes early.
 #[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = TASKS, params(("id" = uuid::Uuid, Path, description = "Task id")),
     responses(
         (status = 200, description = "A stream of `task` events", content_type = "text/event-stream", body = TaskDoc),
@@ -223,16 +224,28 @@ pub async fn task_events(
 ) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let id = uuid_param("id", &id)?;
     store::get(state.db(), id).await?;
+    let draining = state.draining();
     let stream = futures::stream::unfold(
-        (state, None, false),
-        move |(state, seen, done)| async move {
+        (state, None, false, draining),
+        move |(state, seen, done, mut draining)| async move {
             if done {
                 return None;
             }
             let mut first = true;
             loop {
                 if !first {
-                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    let shutting_down = tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(500)) => false,
+                        _ = draining.wait_for(|d| *d) => true,
+                    };
+                    // The process is shutting down: a last event says so, and the stream ends
+                    // instead of holding shutdown until the task ends.
+                    if shutting_down {
+                        let event = Event::default().event("shutdown").data(
+                            "the server is shutting down; reconnect to keep following the task",
+                        );
+                        return Some((Ok(event), (state, seen, true, draining)));
+                    }
                 }
                 first = false;
                 // The database is the source of truth, so every Flow replica can serve the stream.
@@ -241,7 +254,7 @@ pub async fn task_events(
                     Err(e) => {
                         return Some((
                             Ok(Event::default().event("error").data(e.to_string())),
-                            (state, seen, true),
+                            (state, seen, true, draining),
                         ));
                     }
                 };
@@ -259,12 +272,12 @@ pub async fn task_events(
                         let data = serde_json::to_string(&doc).unwrap_or_default();
                         return Some((
                             Ok(Event::default().event("task").data(data)),
-                            (state, change, ended),
+                            (state, change, ended, draining),
                         ));
                     }
                     Err(e) => Event::default().event("error").data(e.to_string()),
                 };
-                return Some((Ok(event), (state, seen, true)));
+                return Some((Ok(event), (state, seen, true, draining)));
             }
         },
     );

@@ -111,7 +111,7 @@ pub async fn run(
     match result {
         Ok(code) => i32::from(code),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", output::printable(&e.to_string(), true));
             i32::from(e.exit_code())
         }
     }

@@ -11,8 +11,11 @@ pub enum Format {
     Json,
 }
 
-/// Writes to stdout; a closed pipe (`flow rack list | head`) is not worth a panic.
+/// Writes to stdout; a closed pipe (`flow rack list | head`) is not worth a panic. Control
+/// characters other than line breaks and tabs never reach the terminal raw (a stored name with
+/// ESC could otherwise rewrite the screen): they are printed as `\u001b`-style escapes.
 pub fn print(text: &str) {
+    let text = printable(text, true);
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     if !text.ends_with('\n') {
@@ -148,13 +151,34 @@ pub fn fields(pairs: &[(&str, String)]) -> String {
         .collect()
 }
 
-/// A JSON value as a table cell: strings bare, null as empty.
+/// A JSON value as a table cell: strings bare, null as empty; control characters (line breaks
+/// included, which would break the table) escaped.
 pub fn cell(value: &Value) -> String {
     match value {
         Value::Null => String::new(),
-        Value::String(s) => s.clone(),
+        Value::String(s) => printable(s, false).into_owned(),
         other => other.to_string(),
     }
+}
+
+/// `text` with its control characters escaped (`\n`, `\t`, `\u001b`), keeping line breaks
+/// and tabs when `keep_lines`. The escapes are also valid inside JSON strings.
+pub fn printable(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
+    let kept = |c: char| keep_lines && matches!(c, '\n' | '\t');
+    if !text.chars().any(|c| c.is_control() && !kept(c)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !c.is_control() || kept(c) => out.push(c),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push_str(&format!("\\u{:04x}", c as u32)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -169,6 +193,19 @@ mod tests {
         let reparsed: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(reparsed, serde_json::from_str::<Value>(raw).unwrap());
         assert!(out.contains("\"e\": []"), "{out}");
+    }
+
+    #[test]
+    fn control_characters_are_never_printed_raw() {
+        assert_eq!(
+            cell(&Value::from("a\u{1b}[2Jb\nc\u{7}")),
+            "a\\u001b[2Jb\\nc\\u0007"
+        );
+        assert_eq!(printable("x\n\ty\u{85}\r", true), "x\n\ty\\u0085\\r");
+        assert!(matches!(
+            printable("plain", true),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

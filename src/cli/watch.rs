@@ -253,7 +253,11 @@ impl View {
     /// Without a terminal: a line on stderr whenever what `key` shows changes.
     fn plain(&mut self, key: &str, line: String) {
         if self.printed.get(key) != Some(&line) {
-            eprintln!("[{}] {}", self.short, line.trim_start());
+            eprintln!(
+                "[{}] {}",
+                self.short,
+                super::output::printable(line.trim_start(), false)
+            );
             self.printed.insert(key.to_string(), line);
         }
     }

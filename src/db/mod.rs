@@ -20,6 +20,9 @@ pub struct DbOptions {
     pub schema: Option<String>,
     pub max_connections: u32,
     pub connect_timeout: Duration,
+    /// How long a request waits for a pooled connection before it answers 503: short, so a
+    /// database outage is reported promptly instead of hanging every request.
+    pub acquire_timeout: Duration,
 }
 
 impl DbOptions {
@@ -29,6 +32,7 @@ impl DbOptions {
             schema: None,
             max_connections: 16,
             connect_timeout: Duration::from_secs(10),
+            acquire_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -44,7 +48,7 @@ pub async fn connect(options: &DbOptions) -> Result<DatabaseConnection> {
     })
     .min_connections(if sqlite { 1 } else { 0 })
     .connect_timeout(options.connect_timeout)
-    .acquire_timeout(options.connect_timeout)
+    .acquire_timeout(options.acquire_timeout)
     // A broken connection fails its statement and is replaced; pinging before every use
     // doubled the round trips of a lookup.
     .test_before_acquire(false)
@@ -89,6 +93,25 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction>
         ..Default::default()
     };
     Ok(db.begin_with_options(options).await?)
+}
+
+/// Whether a driver error means the database cannot be reached (pool wait timed out, connection
+/// refused, reset or closed), as opposed to a bad statement: the API answers these with 503.
+pub fn is_outage(err: &DbErr) -> bool {
+    use sea_orm::{RuntimeErr, sqlx};
+    match err {
+        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
+        DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)) => matches!(
+            e.as_ref(),
+            sqlx::Error::Io(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::WorkerCrashed
+        ),
+        _ => false,
+    }
 }
 
 /// Whether a driver error is a unique-key violation (a duplicate the caller should hear about as 409).

@@ -26,7 +26,8 @@ fn in_flight() -> usize {
 
 /// What a queued lookup is answered: the component (or none), or its own error when it went
 /// alone. When a shared statement fails its waiters get no answer (the sender is dropped) and
-/// each looks up alone, so that it gets its own error.
+/// each looks up alone, so that it gets its own error — unless the database is unreachable:
+/// then they all get `Unavailable` at once.
 type Reply = Result<Option<Component>>;
 
 struct Pending {
@@ -138,7 +139,19 @@ async fn answer(db: &DatabaseConnection, batch: Vec<Pending>) {
     let rows: Vec<QueryResult> = match rows {
         Ok(rows) => rows.into_iter().map(QueryResult::from).collect(),
         Err(error) => {
-            tracing::debug!(%error, "batched lookup failed; each lookup runs alone");
+            let error = sea_orm::DbErr::Query(sea_orm::RuntimeErr::SqlxError(Arc::new(error)));
+            if crate::db::is_outage(&error) {
+                // The database is out of reach: every waiter hears so now. Running each alone
+                // would queue them behind one another's connection timeouts.
+                for pending in batch {
+                    let _ = pending.reply.send(Err(crate::error::Error::Unavailable {
+                        service: "database",
+                        message: error.to_string(),
+                    }));
+                }
+            } else {
+                tracing::debug!(%error, "batched lookup failed; each lookup runs alone");
+            }
             return;
         }
     };

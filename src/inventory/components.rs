@@ -317,6 +317,23 @@ pub async fn delete(
         .await?
         .ok_or_else(|| Error::not_found("component", id))?;
     check_revision("component", id, row.revision, expected_revision)?;
+    // Compare-and-set on the revision read above, so a concurrent patch or delete wins or loses
+    // as a whole.
+    let bumped = components::Entity::update_many()
+        .col_expr(components::Column::Revision, Expr::value(row.revision + 1))
+        .filter(components::Column::Id.eq(id))
+        .filter(components::Column::Revision.eq(row.revision))
+        .filter(components::Column::DeletedAt.is_null())
+        .exec(&txn)
+        .await?;
+    if bumped.rows_affected != 1 {
+        return Err(cas_failed(
+            sea_orm::DbErr::RecordNotUpdated,
+            "component",
+            id,
+            row.revision,
+        ));
+    }
     soft_delete_where(&txn, components::Column::Id.eq(id), now).await?;
     txn.commit().await?;
     Ok(())
@@ -373,4 +390,6 @@ pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
 }
 
 pub use super::patch::patch;
-pub(crate) use super::patch::{apply_patch_fields, check_revision, patch_from_new, upsert_bmcs};
+pub(crate) use super::patch::{
+    apply_patch_fields, cas_failed, check_revision, patch_from_new, upsert_bmcs,
+};

@@ -215,12 +215,21 @@ async fn set_domain(
     domain: Option<Uuid>,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    rack_rows::Entity::update_many()
+    let updated = rack_rows::Entity::update_many()
         .col_expr(rack_rows::Column::NvlDomainId, Expr::value(domain))
         .col_expr(rack_rows::Column::Revision, Expr::value(rack.revision + 1))
         .col_expr(rack_rows::Column::UpdatedAt, Expr::value(now))
         .filter(rack_rows::Column::Id.eq(rack.id))
+        .filter(rack_rows::Column::Revision.eq(rack.revision))
         .exec(db)
         .await?;
+    if updated.rows_affected != 1 {
+        return Err(super::components::cas_failed(
+            sea_orm::DbErr::RecordNotUpdated,
+            "rack",
+            rack.id,
+            rack.revision,
+        ));
+    }
     Ok(())
 }

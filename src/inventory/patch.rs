@@ -37,7 +37,14 @@ pub async fn patch(
     if fields_changed || bmcs_changed {
         update.revision = Set(row.revision + 1);
         update.updated_at = Set(now);
-        components::Entity::update(update).exec(&txn).await?;
+        // Compare-and-set: a writer that committed since our read makes this touch no row.
+        components::Entity::update(update)
+            .validate()?
+            .filter(components::Column::Revision.eq(row.revision))
+            .filter(components::Column::DeletedAt.is_null())
+            .exec(&txn)
+            .await
+            .map_err(|e| cas_failed(e, "component", id, row.revision))?;
     }
     let component = get(&txn, id).await?;
     txn.commit().await?;
@@ -59,6 +66,20 @@ pub(crate) fn check_revision(
             current: current.to_string(),
         }),
         _ => Ok(()),
+    }
+}
+
+/// Maps a compare-and-set that touched no row to 412: the stored revision moved on since
+/// `read` was read (a concurrent writer won). Other errors pass through.
+pub(crate) fn cas_failed(err: sea_orm::DbErr, kind: &'static str, id: Uuid, read: i64) -> Error {
+    match err {
+        sea_orm::DbErr::RecordNotUpdated => Error::PreconditionFailed {
+            kind,
+            id: id.to_string(),
+            expected: read.to_string(),
+            current: "newer".into(),
+        },
+        other => other.into(),
     }
 }
 

@@ -7,7 +7,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::components::{self as component_store, check_revision, upsert_bmcs};
+use super::components::{self as component_store, cas_failed, check_revision, upsert_bmcs};
 use super::model::{
     Change, Component, ComponentChange, NewComponent, NewRack, PatchReport, Rack, RackPatch,
 };
@@ -313,10 +313,18 @@ pub async fn patch(
     if changed || components.iter().any(|c| c.change != Change::NoChange) {
         am.revision = Set(row.revision + 1);
         am.updated_at = Set(now);
-        racks::Entity::update(am)
-            .exec(&txn)
+        // Compare-and-set: a writer that committed since our read makes this touch no row.
+        let cas = racks::Entity::update(am)
+            .validate()?
+            .filter(racks::Column::Revision.eq(row.revision))
+            .filter(racks::Column::DeletedAt.is_null());
+        cas.exec(&txn)
             .await
-            .map_err(|e| on_unique(e, "the rack name"))?;
+            .map_err(|e| cas_failed(e, "rack", id, row.revision))
+            .map_err(|e| match e {
+                Error::Db(db) => on_unique(db, "the rack name"),
+                other => other,
+            })?;
     }
     let rack = get(&txn, id, true).await?;
     txn.commit().await?;
@@ -388,7 +396,12 @@ async fn merge_components(
                 if fields || bmcs {
                     am.revision = Set(row.revision + 1);
                     am.updated_at = Set(now);
-                    components::Entity::update(am).exec(db).await?;
+                    components::Entity::update(am)
+                        .validate()?
+                        .filter(components::Column::Revision.eq(row.revision))
+                        .exec(db)
+                        .await
+                        .map_err(|e| cas_failed(e, "component", row.id, row.revision))?;
                 }
                 (
                     row.id,
@@ -428,11 +441,19 @@ pub async fn delete(
         .await?
         .ok_or_else(|| Error::not_found("rack", id))?;
     check_revision("rack", id, row.revision, expected_revision)?;
-    component_store::soft_delete_where(&txn, components::Column::RackId.eq(id), now).await?;
+    let revision = row.revision;
     let mut am: racks::ActiveModel = row.into();
     am.deleted_at = Set(Some(now));
     am.updated_at = Set(now);
-    racks::Entity::update(am).exec(&txn).await?;
+    am.revision = Set(revision + 1);
+    racks::Entity::update(am)
+        .validate()?
+        .filter(racks::Column::Revision.eq(revision))
+        .filter(racks::Column::DeletedAt.is_null())
+        .exec(&txn)
+        .await
+        .map_err(|e| cas_failed(e, "rack", id, revision))?;
+    component_store::soft_delete_where(&txn, components::Column::RackId.eq(id), now).await?;
     txn.commit().await?;
     Ok(())
 }

@@ -180,7 +180,20 @@ pub async fn replace(
     am.version = Set(version);
     am.definition = Set(to_json(&input.definition)?);
     am.updated_at = Set(now);
-    let row = am.update(&txn).await?;
+    // Compare-and-set on the version read above: of two concurrent replacements one wins and
+    // the other hears about it, instead of both claiming the same version number.
+    let row = operation_rules::Entity::update(am)
+        .validate()?
+        .filter(operation_rules::Column::Version.eq(version - 1))
+        .exec(&txn)
+        .await
+        .map_err(|e| match e {
+            sea_orm::DbErr::RecordNotUpdated => Error::conflict(
+                "concurrent_update",
+                format!("rule {id} was changed by another request; read it again and retry"),
+            ),
+            other => other.into(),
+        })?;
     insert_version(&txn, id, version, input, now).await?;
     txn.commit().await?;
     rule_from_row(row)

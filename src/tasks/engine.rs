@@ -46,6 +46,11 @@ pub trait WorkflowEngine: Send + Sync {
     async fn state(&self, task_id: Uuid) -> Result<Option<RunState>, EngineError>;
     /// Whether the engine answers (for readiness); `Ok(false)` when none is configured.
     async fn ping(&self) -> Result<bool, EngineError>;
+    /// Whether runs can be started right now, as far as the engine knows without asking:
+    /// a submission checks it before writing anything, so it can refuse without a trace.
+    fn available(&self) -> bool {
+        true
+    }
 }
 
 /// The engine of a process configured without Temporal: every operation is refused as
@@ -80,5 +85,9 @@ impl WorkflowEngine for DisabledEngine {
 
     async fn ping(&self) -> Result<bool, EngineError> {
         Ok(false)
+    }
+
+    fn available(&self) -> bool {
+        false
     }
 }

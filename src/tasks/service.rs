@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use futures::TryStreamExt;
+use futures::StreamExt;
 use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -125,62 +125,95 @@ impl TaskService {
 
     async fn submit_new(&self, spec: &OperationSpec, request_id: Uuid) -> Result<Submission> {
         let work = resolve::resolve(&self.db, &spec.targets).await?;
+        // Refuse before writing anything when the engine is known to be down: a task that
+        // cannot start must never be created (and answered 202). Bad targets still hear 4xx.
+        if !self.engine.available() {
+            return Err(engine_error(EngineError::Unavailable(
+                "the workflow engine is not connected".into(),
+            )));
+        }
         let mut submission = Submission {
             request_id,
             task_ids: Vec::new(),
             rejected: Vec::new(),
         };
-        let mut to_dispatch = Vec::new();
+        let mut created = Vec::new();
         for rack in work {
             match self.create_task(spec, request_id, &rack).await? {
                 Ok(task) => {
                     submission.task_ids.push(task.id);
-                    if task.status == TaskStatus::Pending {
-                        to_dispatch.push(task);
-                    }
+                    created.push((task, rack.rack_name.clone()));
                 }
                 Err(rejection) => submission.rejected.push(rejection),
             }
         }
         // Racks are independent: start their runs side by side, so a request for a hundred
         // racks does not wait for a hundred sequential workflow starts.
-        futures::stream::iter(to_dispatch.iter().map(Ok))
-            .try_for_each_concurrent(DISPATCH_CONCURRENCY, |task| self.dispatch(task))
-            .await?;
+        let mut starts = Vec::new();
+        for (task, _) in &created {
+            if task.status == TaskStatus::Pending {
+                starts.push(async move { (task, self.start_run(task).await) });
+            }
+        }
+        let outcomes: Vec<_> = futures::stream::iter(starts)
+            .buffer_unordered(DISPATCH_CONCURRENCY)
+            .collect()
+            .await;
+        let mut unreachable = Vec::new();
+        for (task, outcome) in outcomes {
+            match outcome? {
+                Ok(()) => {}
+                Err(EngineError::Unavailable(e)) => unreachable.push((task.id, e)),
+                Err(e) => self.fail_start(task, &e).await?,
+            }
+        }
+        if !unreachable.is_empty() {
+            self.withdraw(&mut submission, &created, &unreachable)
+                .await?;
+        }
         if submission.task_ids.is_empty() {
-            let errors: Vec<FieldError> = submission
-                .rejected
-                .iter()
-                .map(|r| FieldError::new(format!("racks.{}", r.rack_name), r.reason.clone()))
-                .collect();
-            let message = "no task was created: every targeted rack was refused".to_string();
-            let all = |codes: &[&str]| {
-                submission
-                    .rejected
-                    .iter()
-                    .all(|r| codes.contains(&r.code.as_str()))
-            };
-            return Err(if all(&["no_components"]) {
-                Error::Unprocessable {
-                    code: "no_components",
-                    message,
-                    errors,
-                }
-            } else if all(&["no_components", "unsupported"]) {
-                Error::Unprocessable {
-                    code: "unsupported",
-                    message,
-                    errors,
-                }
-            } else {
-                Error::Conflict {
-                    code: "rack_busy",
-                    message,
-                    errors,
-                }
-            });
+            return Err(refusal(&submission.rejected));
         }
         Ok(submission)
+    }
+
+    /// The engine stopped answering while this request's runs were being started: the tasks
+    /// whose run did not start are deleted (never left behind as failed). When none started, so
+    /// is every task of the request (queued ones included) and the caller hears 503; otherwise
+    /// the withdrawn racks are listed as rejected with `engine_unavailable`.
+    async fn withdraw(
+        &self,
+        submission: &mut Submission,
+        created: &[(Task, String)],
+        unreachable: &[(Uuid, String)],
+    ) -> Result<()> {
+        let started = created.iter().any(|(t, _)| {
+            t.status == TaskStatus::Pending && !unreachable.iter().any(|(id, _)| *id == t.id)
+        });
+        let withdrawn: Vec<&(Task, String)> = created
+            .iter()
+            .filter(|(t, _)| !started || unreachable.iter().any(|(id, _)| *id == t.id))
+            .collect();
+        let ids: Vec<Uuid> = withdrawn.iter().map(|(t, _)| t.id).collect();
+        store::discard_unstarted(&self.db, &ids).await?;
+        let reason = unreachable
+            .first()
+            .map(|(_, e)| e.clone())
+            .unwrap_or_default();
+        if !started {
+            return Err(engine_error(EngineError::Unavailable(reason)));
+        }
+        tracing::warn!(withdrawn = ids.len(), error = %reason, "some runs could not start; their tasks were withdrawn");
+        submission.task_ids.retain(|id| !ids.contains(id));
+        for (task, rack_name) in withdrawn {
+            submission.rejected.push(Rejection {
+                rack_id: task.rack_id,
+                rack_name: rack_name.clone(),
+                code: "engine_unavailable".into(),
+                reason: format!("the workflow engine is unavailable: {reason}"),
+            });
+        }
+        Ok(())
     }
 
     /// Inserts one rack's task after the conflict check, both under the rack's lock.
@@ -263,6 +296,25 @@ impl TaskService {
     /// Plans a pending task from the rack's current inventory and starts its run. A task whose
     /// run cannot be started fails with the reason, so it never sits pending unnoticed.
     pub(super) async fn dispatch(&self, task: &Task) -> Result<()> {
+        match self.start_run(task).await? {
+            Ok(()) => Ok(()),
+            Err(e) => self.fail_start(task, &e).await,
+        }
+    }
+
+    async fn fail_start(&self, task: &Task, e: &EngineError) -> Result<()> {
+        tracing::warn!(task = %task.id, error = %e, "could not start the task's workflow");
+        self.finish(
+            task.id,
+            TaskStatus::Failed,
+            &format!("could not start: {e}"),
+        )
+        .await
+    }
+
+    /// Plans the task and asks the engine to start its run; `Ok(Err(_))` when the engine
+    /// refused, left to the caller (a submission withdraws the task, a promotion fails it).
+    async fn start_run(&self, task: &Task) -> Result<Result<(), EngineError>> {
         let devices = preview::devices(&self.db, task.rack_id, &task.components).await?;
         let plan = match preview::plan_for(
             &self.db,
@@ -276,9 +328,9 @@ impl TaskService {
             Ok(plan) => plan,
             // The named rule was deleted while the task waited: fail it, never leave it pending.
             Err(e @ (Error::Unprocessable { .. } | Error::Invalid(_) | Error::NotFound { .. })) => {
-                return self
-                    .finish(task.id, TaskStatus::Failed, &format!("could not plan: {e}"))
-                    .await;
+                self.finish(task.id, TaskStatus::Failed, &format!("could not plan: {e}"))
+                    .await?;
+                return Ok(Ok(()));
             }
             Err(e) => return Err(e),
         };
@@ -293,7 +345,8 @@ impl TaskService {
                 now,
             )
             .await?;
-            return self.promote(task.rack_id).await;
+            self.promote(task.rack_id).await?;
+            return Ok(Ok(()));
         }
         store::record_plan(&self.db, task.id, &plan, now).await?;
         match self
@@ -301,17 +354,12 @@ impl TaskService {
             .start(task.id, &plan, plan.workflow_timeout())
             .await
         {
-            Ok(run_id) => store::record_run(&self.db, task.id, &run_id, self.clock.now()).await,
-            Err(EngineError::AlreadyStarted) => Ok(()),
-            Err(e) => {
-                tracing::warn!(task = %task.id, error = %e, "could not start the task's workflow");
-                self.finish(
-                    task.id,
-                    TaskStatus::Failed,
-                    &format!("could not start: {e}"),
-                )
-                .await
+            Ok(run_id) => {
+                store::record_run(&self.db, task.id, &run_id, self.clock.now()).await?;
+                Ok(Ok(()))
             }
+            Err(EngineError::AlreadyStarted) => Ok(Ok(())),
+            Err(e) => Ok(Err(e)),
         }
     }
 
@@ -323,5 +371,41 @@ impl TaskService {
     /// Whether the workflow engine answers: `Ok(false)` when this process has none.
     pub async fn engine_ready(&self) -> Result<bool> {
         self.engine.ping().await.map_err(engine_error)
+    }
+}
+
+/// The error of a submission that created no task: what every refused rack has in common.
+fn refusal(rejected: &[Rejection]) -> Error {
+    let errors: Vec<FieldError> = rejected
+        .iter()
+        .map(|r| FieldError::new(format!("racks.{}", r.rack_name), r.reason.clone()))
+        .collect();
+    let message = "no task was created: every targeted rack was refused".to_string();
+    let all = |codes: &[&str]| rejected.iter().all(|r| codes.contains(&r.code.as_str()));
+    if all(&["no_components"]) {
+        Error::Unprocessable {
+            code: "no_components",
+            message,
+            errors,
+        }
+    } else if all(&["no_components", "unsupported"]) {
+        Error::Unprocessable {
+            code: "unsupported",
+            message,
+            errors,
+        }
+    } else if all(&["queue_full"]) {
+        // Every rack refused because its queue is full: say so, a later retry may fit.
+        Error::Conflict {
+            code: "queue_full",
+            message,
+            errors,
+        }
+    } else {
+        Error::Conflict {
+            code: "rack_busy",
+            message,
+            errors,
+        }
     }
 }

@@ -99,6 +99,27 @@ pub async fn insert(db: &impl ConnectionTrait, task: &Task) -> Result<()> {
     Ok(())
 }
 
+/// Deletes tasks whose run never started (still pending or waiting), with their steps: a
+/// submission that could not start its runs leaves nothing behind.
+pub async fn discard_unstarted(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    task_steps::Entity::delete_many()
+        .filter(task_steps::Column::TaskId.is_in(ids.iter().copied()))
+        .exec(db)
+        .await?;
+    tasks::Entity::delete_many()
+        .filter(tasks::Column::Id.is_in(ids.iter().copied()))
+        .filter(
+            tasks::Column::Status
+                .is_in([TaskStatus::Pending.as_str(), TaskStatus::Waiting.as_str()]),
+        )
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
 pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Task> {
     let row = tasks::Entity::find_by_id(id)
         .one(db)

@@ -59,6 +59,7 @@ pub struct FinishInput {
 }
 
 /// Everything activities need, shared by all of them.
+#[derive(Clone)]
 pub struct RackActivities {
     pub tasks: Arc<TaskService>,
     pub registry: Arc<Registry>,

@@ -18,6 +18,11 @@ use super::rack_operation::{RackOperationInput, RackOperationWorkflow};
 use crate::operations::plan::Plan;
 use crate::tasks::{EngineError, RunState, WorkflowEngine};
 
+/// Bound on one start, cancel or describe call.
+const START_TIMEOUT: Duration = Duration::from_secs(4);
+/// Bound on a readiness probe: `/readyz` answers within 2 s.
+const PING_TIMEOUT: Duration = Duration::from_millis(1500);
+
 /// Starts and steers rack workflows on one task queue.
 #[derive(Clone)]
 pub struct TemporalEngine {
@@ -40,7 +45,9 @@ impl TemporalEngine {
         Self {
             client,
             task_queue: task_queue.into(),
-            call_timeout: Duration::from_secs(15),
+            // Short enough that an API request that starts a run answers within a few
+            // seconds when Temporal stops answering (the client would otherwise retry on).
+            call_timeout: START_TIMEOUT,
         }
     }
 }
@@ -119,14 +126,16 @@ impl WorkflowEngine for TemporalEngine {
         };
         // The raw call, without the client's retries: readiness must answer quickly.
         match tokio::time::timeout(
-            Duration::from_secs(3),
+            PING_TIMEOUT,
             WorkflowService::describe_namespace(&mut service, request.into_request()),
         )
         .await
         {
             Ok(Ok(_)) => Ok(true),
             Ok(Err(status)) => Err(EngineError::Unavailable(status.message().to_string())),
-            Err(_) => Err(EngineError::Unavailable("no answer within 3s".into())),
+            Err(_) => Err(EngineError::Unavailable(format!(
+                "no answer within {PING_TIMEOUT:?}"
+            ))),
         }
     }
 

@@ -3,8 +3,10 @@
 
 pub mod activities;
 pub mod engine;
+pub mod link;
 pub mod rack_operation;
 pub mod steps;
 pub mod worker;
 
 pub use engine::TemporalEngine;
+pub use link::{LinkedEngine, TemporalLink};

@@ -14,6 +14,7 @@ mod cli;
 mod components;
 mod dev;
 mod durability;
+mod faults;
 mod migrations;
 mod operations;
 mod rules;

@@ -16,7 +16,9 @@ async fn version_health_and_readiness_answer() {
     assert_eq!(v.body["version"], env!("CARGO_PKG_VERSION"));
     assert!(v.body["git_commit"].is_string());
     assert_eq!(app.get("/healthz").await.body["status"], "ok");
-    assert_eq!(app.get("/readyz").await.body["status"], "ready");
+    let ready = app.get("/readyz").await;
+    assert_eq!(ready.body["status"], "ready", "{}", ready.text);
+    assert_eq!(ready.body["checks"]["database"]["status"], "up");
 }
 
 #[tokio::test]
@@ -24,7 +26,10 @@ async fn readiness_fails_with_503_when_the_database_is_gone() {
     let app = TestApp::new(Backend::Postgres).await;
     let cleanup = app.db.cleanup();
     app.db.db.clone().close().await.expect("close pool");
-    app.get("/readyz").await.assert_problem(503, "unavailable");
+    let ready = app.get("/readyz").await;
+    assert_eq!(ready.status, 503, "{}", ready.text);
+    assert_eq!(ready.body["status"], "not_ready");
+    assert_eq!(ready.body["checks"]["database"]["status"], "down");
     cleanup.run().await;
 }
 

@@ -61,6 +61,16 @@ impl ComponentInput {
             .position
             .unwrap_or_default()
             .to_domain(&at("position"), v);
+        if self.bmcs.len() > MAX_BMCS_PER_COMPONENT {
+            v.push(
+                at("bmcs"),
+                format!(
+                    "at most {MAX_BMCS_PER_COMPONENT} BMCs per component, not {}",
+                    self.bmcs.len()
+                ),
+            );
+            return None;
+        }
         let bmcs: Vec<_> = self
             .bmcs
             .iter()
@@ -89,6 +99,9 @@ impl ComponentInput {
         component.ok_or_else(|| crate::error::Error::Internal("validated component missing".into()))
     }
 }
+
+/// Most BMCs one component may list (a tray has a host BMC and a DPU BMC or two).
+pub const MAX_BMCS_PER_COMPONENT: usize = 8;
 
 /// A stored component with its BMCs.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -239,6 +252,15 @@ impl ComponentPatchInput {
             if value.flatten().is_some_and(|n| n < 0) {
                 v.push(format!("position.{field}"), "must not be negative");
             }
+        }
+        if self.bmcs.len() > MAX_BMCS_PER_COMPONENT {
+            return Err(crate::error::Error::invalid(
+                "bmcs",
+                format!(
+                    "at most {MAX_BMCS_PER_COMPONENT} BMCs per component, not {}",
+                    self.bmcs.len()
+                ),
+            ));
         }
         let bmcs: Vec<_> = self
             .bmcs

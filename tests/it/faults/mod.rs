@@ -1,0 +1,11 @@
+//! The fault suite: lost-update races, Temporal and PostgreSQL outages, a worker killed
+//! mid-operation (see `durability`), shutdown with open event streams, hostile input. Every
+//! test is bounded in time; anything stopped or cut is the test's own (its own Temporal dev
+//! server, a TCP proxy in front of PostgreSQL), never the shared services.
+
+mod database;
+mod input;
+mod race;
+mod shutdown;
+mod support;
+mod temporal;

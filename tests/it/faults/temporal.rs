@@ -1,0 +1,206 @@
+//! Temporal outages, on a dev server the test owns: the inventory keeps serving, readiness
+//! says what is down, operations answer 503 and create nothing, and once Temporal is back an
+//! operation runs — without restarting Flow. Also Flow started while Temporal is down, and a
+//! process configured without Temporal.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::support::{Answer, FlowProcess, Http, OwnTemporal, eventually, free_port};
+use crate::on_both_backends;
+use crate::support::fixtures::gb200_rack;
+use crate::support::{Backend, TestApp, TestDb};
+
+on_both_backends!(an_inventory_only_process_refuses_operations_at_once_and_creates_nothing);
+
+fn power_on(rack: &str) -> Value {
+    json!({"target_spec": {"racks": [{"name": rack}]}})
+}
+
+/// The variables of a `flow` process on the test's database and Temporal.
+fn flow_env(db: &TestDb, temporal: &OwnTemporal, port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("FLOW_DATABASE_URL", db.url.clone()),
+        ("FLOW_TEMPORAL_ADDRESS", temporal.address()),
+        ("FLOW_LISTEN", format!("127.0.0.1:{port}")),
+        (
+            "FLOW_TEMPORAL_TASK_QUEUE",
+            format!("fault-{}", uuid::Uuid::new_v4().simple()),
+        ),
+    ]
+}
+
+async fn task_total(http: &Http) -> u64 {
+    http.call("GET", "/v1/tasks", None).await.body["total"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("task list has a total"))
+}
+
+/// A refused submission: 503 `engine_unavailable` with `Retry-After`, within a few seconds.
+fn assert_refused(answer: &Answer) {
+    assert_eq!(answer.status, 503, "{answer:?}");
+    assert_eq!(answer.body["code"], "engine_unavailable", "{answer:?}");
+    assert!(answer.retry_after.is_some(), "Retry-After: {answer:?}");
+    assert!(
+        answer.took < Duration::from_secs(6),
+        "answered in {:?}",
+        answer.took
+    );
+}
+
+/// Submits until the engine accepts (it reconnects in the background), then waits for the task.
+async fn operation_succeeds(http: &Http, rack: &str) {
+    let accepted = eventually(
+        Duration::from_secs(60),
+        "an operation is accepted",
+        || async {
+            let a = http
+                .call("POST", "/v1/operations/power-on", Some(&power_on(rack)))
+                .await;
+            match a.status {
+                202 => Some(a),
+                503 => None,
+                _ => panic!("unexpected answer: {a:?}"),
+            }
+        },
+    )
+    .await;
+    let id = accepted.body["task_ids"][0].as_str().unwrap().to_string();
+    let task = http.wait_task_end(&id, Duration::from_secs(90)).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temporal_outage_answers_503_creates_nothing_and_operations_resume_without_restart() {
+    tokio::time::timeout(Duration::from_secs(240), async {
+        let db = TestDb::new(Backend::Sqlite).await;
+        let mut temporal = OwnTemporal::unstarted();
+        temporal.start().await;
+        let port = free_port();
+        let flow = FlowProcess::spawn(&["serve"], &flow_env(&db, &temporal, port));
+        let http = Http::new(port);
+        http.wait_up(&flow).await;
+        let created = http
+            .call("POST", "/v1/expected-racks", Some(&gb200_rack(1, 1)))
+            .await;
+        assert_eq!(created.status, 201, "{created:?}");
+        operation_succeeds(&http, "rack-0001").await;
+
+        temporal.stop().await;
+        let ready = eventually(Duration::from_secs(15), "readyz says 503", || async {
+            let a = http.call("GET", "/readyz", None).await;
+            (a.status == 503).then_some(a)
+        })
+        .await;
+        assert!(ready.took < Duration::from_secs(2), "{ready:?}");
+        assert_eq!(ready.body["checks"]["temporal"]["status"], "down");
+        assert_eq!(ready.body["checks"]["database"]["status"], "up");
+        assert_eq!(http.call("GET", "/v1/racks", None).await.status, 200);
+        let before = task_total(&http).await;
+        for _ in 0..3 {
+            let refused = http
+                .call(
+                    "POST",
+                    "/v1/operations/power-on",
+                    Some(&power_on("rack-0001")),
+                )
+                .await;
+            assert_refused(&refused);
+        }
+        assert_eq!(task_total(&http).await, before, "nothing was created");
+
+        temporal.start().await;
+        operation_succeeds(&http, "rack-0001").await;
+        let ready = eventually(Duration::from_secs(30), "readyz says 200", || async {
+            let a = http.call("GET", "/readyz", None).await;
+            (a.status == 200).then_some(a)
+        })
+        .await;
+        assert_eq!(ready.body["checks"]["worker"]["status"], "up", "{ready:?}");
+        temporal.stop().await;
+    })
+    .await
+    .expect("bounded in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flow_starts_while_temporal_is_down_serves_the_inventory_and_runs_operations_once_it_is_up()
+{
+    tokio::time::timeout(Duration::from_secs(240), async {
+        let db = TestDb::new(Backend::Sqlite).await;
+        let mut temporal = OwnTemporal::unstarted();
+        let port = free_port();
+        let vars = flow_env(&db, &temporal, port);
+        // Split roles, as a scaled deployment runs them: both must start without Temporal.
+        let api = FlowProcess::spawn(&["serve", "--no-worker"], &vars);
+        let worker = FlowProcess::spawn(&["worker"], &vars);
+        let http = Http::new(port);
+        http.wait_up(&api).await;
+        let ready = http.call("GET", "/readyz", None).await;
+        assert_eq!(ready.status, 503, "{ready:?}");
+        assert!(ready.took < Duration::from_secs(2), "{ready:?}");
+        assert_eq!(ready.body["checks"]["temporal"]["status"], "down");
+        let created = http
+            .call("POST", "/v1/expected-racks", Some(&gb200_rack(1, 1)))
+            .await;
+        assert_eq!(created.status, 201, "{created:?}");
+        let refused = http
+            .call(
+                "POST",
+                "/v1/operations/power-on",
+                Some(&power_on("rack-0001")),
+            )
+            .await;
+        assert_refused(&refused);
+        assert_eq!(task_total(&http).await, 0);
+
+        temporal.start().await;
+        operation_succeeds(&http, "rack-0001").await;
+        let output = api.output();
+        assert_eq!(
+            output.matches("Temporal is unreachable").count(),
+            1,
+            "one line per change of state:\n{output}"
+        );
+        drop(worker);
+        temporal.stop().await;
+    })
+    .await
+    .expect("bounded in time");
+}
+
+#[tokio::test]
+async fn an_empty_temporal_address_is_a_start_up_error_naming_the_setting() {
+    let mut flow = FlowProcess::spawn(
+        &["serve"],
+        &[
+            ("FLOW_TEMPORAL_ADDRESS", String::new()),
+            ("FLOW_LISTEN", format!("127.0.0.1:{}", free_port())),
+            ("FLOW_DATABASE_URL", "sqlite::memory:".into()),
+        ],
+    );
+    let status = flow
+        .wait(Duration::from_secs(30))
+        .await
+        .expect("flow exits");
+    assert!(!status.success());
+    assert!(
+        flow.output().contains("FLOW_TEMPORAL_ADDRESS is empty"),
+        "{}",
+        flow.output()
+    );
+}
+
+async fn an_inventory_only_process_refuses_operations_at_once_and_creates_nothing(app: TestApp) {
+    app.create_rack(&gb200_rack(1, 1)).await;
+    let r = app
+        .post("/v1/operations/power-on", &power_on("rack-0001"))
+        .await;
+    r.assert_problem(503, "engine_unavailable");
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(app.count_rows("tasks").await, 0);
+    let ready = app.get("/readyz").await;
+    assert_eq!(ready.status, 200, "{}", ready.text);
+    assert_eq!(ready.body["checks"]["temporal"]["status"], "disabled");
+}
