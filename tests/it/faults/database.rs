@@ -72,6 +72,7 @@ async fn a_database_cut_off_answers_503_within_the_bound_and_recovers_without_re
         let mut other = readme_rack();
         other["name"] = "g11".into();
         other["serial_number"] = "other".into();
+        other["components"] = serde_json::json!([]);
         app.post("/v1/expected-racks", &other)
             .await
             .assert_problem(503, "database_unavailable");
@@ -106,7 +107,8 @@ async fn a_database_cut_off_answers_503_within_the_bound_and_recovers_without_re
         })
         .await;
         assert_eq!(app.get(&path).await.status, 200);
-        app.post("/v1/expected-racks", &other).await;
+        let created = app.post("/v1/expected-racks", &other).await;
+        assert_eq!(created.status, 201, "{}", created.text);
         assert_eq!(app.count_rows("racks").await, 2);
         cleanup.run().await;
     })
