@@ -176,6 +176,9 @@ pub async fn add(
     )
     .await?;
     let ids = insert_all(&txn, new.rack_id, &[new], now).await?;
+    if let Some(rack_id) = new.rack_id {
+        ensure_room(&txn, rack_id, "rack_id").await?;
+    }
     let id = ids
         .first()
         .copied()
@@ -183,6 +186,29 @@ pub async fn add(
     let component = get(&txn, id).await?;
     txn.commit().await?;
     Ok(component)
+}
+
+/// Fails (and so rolls the caller's transaction back) when the rack now holds more live
+/// components than [`MAX_COMPONENTS_PER_RACK`](super::model::MAX_COMPONENTS_PER_RACK).
+pub(crate) async fn ensure_room(
+    db: &impl ConnectionTrait,
+    rack_id: Uuid,
+    field: &str,
+) -> Result<()> {
+    use sea_orm::PaginatorTrait;
+    let max = super::model::MAX_COMPONENTS_PER_RACK;
+    let held = components::Entity::find()
+        .filter(components::Column::RackId.eq(rack_id))
+        .filter(components::Column::DeletedAt.is_null())
+        .count(db)
+        .await?;
+    if held > max as u64 {
+        return Err(Error::invalid(
+            field,
+            format!("a rack holds at most {max} components; this would make {held}"),
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) async fn find_live_row(

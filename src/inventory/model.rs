@@ -6,6 +6,11 @@ use std::net::IpAddr;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+/// Most live components one rack may hold: a GB200 NVL72 rack has about 40, the largest racks a
+/// few hundred; thousands are a mistake (or an attack) that would hold a transaction long.
+pub const MAX_COMPONENTS_PER_RACK: usize = 1024;
+/// Most BMCs one component may list (a tray has a host BMC and a DPU BMC or two).
+pub const MAX_BMCS_PER_COMPONENT: usize = 8;
 /// What kind of device a component is. Only compute, NVSwitch and power shelves are driven by
 /// operations; the others are kept for inventory.
 #[derive(

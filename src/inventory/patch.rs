@@ -6,7 +6,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::components::{bmc_row, find_live_row, get};
+use super::components::{bmc_row, ensure_room, find_live_row, get};
 use super::model::{Component, ComponentPatch, NewBmc, NewComponent};
 use super::racks;
 use super::uniqueness::{mac_clashes, on_unique};
@@ -45,6 +45,9 @@ pub async fn patch(
             .exec(&txn)
             .await
             .map_err(|e| cas_failed(e, "component", id, row.revision))?;
+    }
+    if let Some(Some(rack_id)) = patch.rack_id {
+        ensure_room(&txn, rack_id, "rack_id").await?;
     }
     let component = get(&txn, id).await?;
     txn.commit().await?;

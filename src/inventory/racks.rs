@@ -305,6 +305,9 @@ pub async fn patch(
         changed = true;
     }
     let components = merge_components(&txn, id, &patch.components, now).await?;
+    if components.iter().any(|c| c.change == Change::Added) {
+        component_store::ensure_room(&txn, id, "components").await?;
+    }
     let rack_change = if changed {
         Change::Patched
     } else {

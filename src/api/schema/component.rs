@@ -100,8 +100,7 @@ impl ComponentInput {
     }
 }
 
-/// Most BMCs one component may list (a tray has a host BMC and a DPU BMC or two).
-pub const MAX_BMCS_PER_COMPONENT: usize = 8;
+use crate::inventory::model::MAX_BMCS_PER_COMPONENT;
 
 /// A stored component with its BMCs.
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -77,15 +77,12 @@ impl CreateRackRequest {
     }
 }
 
-/// Most components one rack body may list: a GB200 NVL72 rack has about 40, the largest racks
-/// a few hundred; thousands are a mistake (or an attack) that would hold a transaction long.
-pub const MAX_COMPONENTS_PER_RACK: usize = 1024;
-
 /// Validates the components of a rack body; a `rack_id` inside a rack is refused.
 fn components_to_domain(
     inputs: &[ComponentInput],
     v: &mut Violations,
 ) -> Result<Vec<crate::inventory::model::NewComponent>> {
+    use crate::inventory::model::MAX_COMPONENTS_PER_RACK;
     if inputs.len() > MAX_COMPONENTS_PER_RACK {
         v.push(
             "components",

@@ -65,6 +65,7 @@ async fn racks_with_too_many_components_or_bmcs_are_refused(app: TestApp) {
         .map(|i| {
             let mut c = template.clone();
             c["serial_number"] = json!(format!("SN-{i}"));
+            c["name"] = json!(format!("c-{i}"));
             c["bmcs"] = json!([]);
             c
         })
@@ -78,6 +79,18 @@ async fn racks_with_too_many_components_or_bmcs_are_refused(app: TestApp) {
         "{}",
         r.text
     );
+    // A full rack takes no more components, added one by one either.
+    body["components"] = json!(many[..1024]);
+    let full = app.create_rack(&body).await;
+    let r = app
+        .post(
+            "/v1/components",
+            &json!({"rack_id": full["id"], "type": "cdu", "name": "cdu", "manufacturer": "Vertiv", "serial_number": "CDU-FULL"}),
+        )
+        .await;
+    r.assert_problem(400, "invalid_input");
+    assert_eq!(r.error_fields(), vec!["rack_id".to_string()], "{}", r.text);
+    assert_eq!(app.count_rows("components").await, 1024);
 
     let mut body = readme_rack();
     let bmcs: Vec<_> = (0..9)
@@ -92,7 +105,7 @@ async fn racks_with_too_many_components_or_bmcs_are_refused(app: TestApp) {
         "{}",
         r.text
     );
-    assert_eq!(app.count_rows("racks").await, 0);
+    assert_eq!(app.count_rows("racks").await, 1);
 }
 
 async fn a_json_body_in_another_charset_is_415_and_a_long_request_id_400(app: TestApp) {

@@ -1,5 +1,5 @@
 //! The fault suite: lost-update races, Temporal and PostgreSQL outages, a worker killed
-//! mid-operation (see `durability`), shutdown with open event streams, hostile input. Every
+//! mid-operation, shutdown with open event streams, hostile input. Every
 //! test is bounded in time; anything stopped or cut is the test's own (its own Temporal dev
 //! server, a TCP proxy in front of PostgreSQL), never the shared services.
 
@@ -9,3 +9,4 @@ mod race;
 mod shutdown;
 mod support;
 mod temporal;
+mod worker;
