@@ -10,6 +10,7 @@ mod lifecycle;
 mod list;
 pub mod model;
 pub mod preview;
+mod refusal;
 pub mod report;
 pub mod resolve;
 pub mod service;

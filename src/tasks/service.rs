@@ -12,11 +12,12 @@ use uuid::Uuid;
 use super::admission::{self, Outcome};
 use super::engine::{EngineError, WorkflowEngine};
 use super::model::{Footprint, Task, TaskComponent, TaskStatus};
+use super::refusal::refusal;
 use super::resolve::{self, RackWork};
 use super::{capability, preview, store};
 use crate::app::Clock;
 use crate::components::registry::Registry;
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Error, Result};
 use crate::operations::model::OperationSpec;
 
 /// Why one rack got no task.
@@ -371,41 +372,5 @@ impl TaskService {
     /// Whether the workflow engine answers: `Ok(false)` when this process has none.
     pub async fn engine_ready(&self) -> Result<bool> {
         self.engine.ping().await.map_err(engine_error)
-    }
-}
-
-/// The error of a submission that created no task: what every refused rack has in common.
-fn refusal(rejected: &[Rejection]) -> Error {
-    let errors: Vec<FieldError> = rejected
-        .iter()
-        .map(|r| FieldError::new(format!("racks.{}", r.rack_name), r.reason.clone()))
-        .collect();
-    let message = "no task was created: every targeted rack was refused".to_string();
-    let all = |codes: &[&str]| rejected.iter().all(|r| codes.contains(&r.code.as_str()));
-    if all(&["no_components"]) {
-        Error::Unprocessable {
-            code: "no_components",
-            message,
-            errors,
-        }
-    } else if all(&["no_components", "unsupported"]) {
-        Error::Unprocessable {
-            code: "unsupported",
-            message,
-            errors,
-        }
-    } else if all(&["queue_full"]) {
-        // Every rack refused because its queue is full: say so, a later retry may fit.
-        Error::Conflict {
-            code: "queue_full",
-            message,
-            errors,
-        }
-    } else {
-        Error::Conflict {
-            code: "rack_busy",
-            message,
-            errors,
-        }
     }
 }

@@ -5,6 +5,7 @@
 
 mod database;
 mod input;
+mod queue;
 mod race;
 mod shutdown;
 mod support;

@@ -1,0 +1,40 @@
+//! The answer to a submission that created no task: the reason every targeted rack shares.
+
+use super::service::Rejection;
+use crate::error::{Error, FieldError};
+
+/// The error of a submission that created no task: what every refused rack has in common.
+pub(super) fn refusal(rejected: &[Rejection]) -> Error {
+    let errors: Vec<FieldError> = rejected
+        .iter()
+        .map(|r| FieldError::new(format!("racks.{}", r.rack_name), r.reason.clone()))
+        .collect();
+    let message = "no task was created: every targeted rack was refused".to_string();
+    let all = |codes: &[&str]| rejected.iter().all(|r| codes.contains(&r.code.as_str()));
+    if all(&["no_components"]) {
+        Error::Unprocessable {
+            code: "no_components",
+            message,
+            errors,
+        }
+    } else if all(&["no_components", "unsupported"]) {
+        Error::Unprocessable {
+            code: "unsupported",
+            message,
+            errors,
+        }
+    } else if all(&["queue_full"]) {
+        // Every rack refused because its queue is full: say so, a later retry may fit.
+        Error::Conflict {
+            code: "queue_full",
+            message,
+            errors,
+        }
+    } else {
+        Error::Conflict {
+            code: "rack_busy",
+            message,
+            errors,
+        }
+    }
+}
