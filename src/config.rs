@@ -602,6 +602,78 @@ mod tests {
     }
 
     #[test]
+    fn redfish_settings_come_from_variables_and_the_password_stays_hidden() {
+        let c = Config::load(&env(&[])).unwrap();
+        assert_eq!((c.redfish_scheme.as_str(), c.redfish_port), ("https", 443));
+        assert_eq!(
+            (c.redfish_timeout_secs, c.redfish_max_inflight_per_bmc),
+            (30, 2)
+        );
+        let c = Config::load(&env(&[
+            ("FLOW_COMPONENT_MANAGERS", "compute=redfish,powershelf=psm"),
+            ("FLOW_REDFISH_SCHEME", "HTTP"),
+            ("FLOW_REDFISH_PORT", "8000"),
+            ("FLOW_REDFISH_USERNAME", "admin"),
+            ("FLOW_REDFISH_PASSWORD", "bmc-s3cret"),
+            ("FLOW_REDFISH_INSECURE", "true"),
+            ("FLOW_REDFISH_MAX_INFLIGHT_PER_BMC", "4"),
+            ("FLOW_FIRMWARE_CATALOG", "/etc/flow/firmware.toml"),
+            ("FLOW_PSM_CA_FILE", "/etc/flow/psm-ca.pem"),
+            ("FLOW_PSM_CLIENT_CERT_FILE", "/etc/flow/c.pem"),
+            ("FLOW_PSM_CLIENT_KEY_FILE", "/etc/flow/c.key"),
+        ]))
+        .unwrap();
+        assert_eq!((c.redfish_scheme.as_str(), c.redfish_port), ("http", 8000));
+        assert!(c.redfish_insecure);
+        assert_eq!(c.redfish_max_inflight_per_bmc, 4);
+        assert_eq!(c.redfish_password.as_deref(), Some("bmc-s3cret"));
+        assert!(!format!("{c:?}").contains("bmc-s3cret"));
+    }
+
+    #[test]
+    fn redfish_without_credentials_or_with_bad_settings_refuses_to_start() {
+        for (pairs, key) in [
+            (
+                vec![("FLOW_COMPONENT_MANAGERS", "compute=redfish")],
+                "FLOW_REDFISH_USERNAME",
+            ),
+            (
+                vec![
+                    ("FLOW_COMPONENT_MANAGERS", "nvswitch=redfish"),
+                    ("FLOW_REDFISH_USERNAME", "admin"),
+                ],
+                "FLOW_REDFISH_CREDENTIALS_FILE",
+            ),
+            (vec![("FLOW_REDFISH_SCHEME", "ftp")], "FLOW_REDFISH_SCHEME"),
+            (vec![("FLOW_REDFISH_PORT", "70000")], "FLOW_REDFISH_PORT"),
+            (
+                vec![("FLOW_REDFISH_MAX_INFLIGHT_PER_BMC", "0")],
+                "FLOW_REDFISH_MAX_INFLIGHT_PER_BMC",
+            ),
+            (
+                vec![("FLOW_REDFISH_INSECURE", "maybe")],
+                "FLOW_REDFISH_INSECURE",
+            ),
+            (
+                vec![("FLOW_PSM_CLIENT_CERT_FILE", "/c.pem")],
+                "FLOW_PSM_CLIENT_KEY_FILE",
+            ),
+            (
+                vec![("FLOW_COMPONENT_MANAGERS", "compute=bmc")],
+                "FLOW_COMPONENT_MANAGERS",
+            ),
+        ] {
+            let err = Config::load(&env(&pairs)).unwrap_err().to_string();
+            assert!(err.contains(key), "{pairs:?}: {err}");
+        }
+        let with_file = Config::load(&env(&[
+            ("FLOW_COMPONENT_MANAGERS", "compute=redfish"),
+            ("FLOW_REDFISH_CREDENTIALS_FILE", "/etc/flow/bmc.toml"),
+        ]));
+        assert!(with_file.is_ok());
+    }
+
+    #[test]
     fn drift_sync_settings_come_from_variables_and_zero_turns_the_sync_off() {
         let c = Config::load(&env(&[])).unwrap();
         assert_eq!(

@@ -334,6 +334,32 @@ mod tests {
     }
 
     #[test]
+    fn unreadable_redfish_files_are_start_up_errors_naming_the_setting() {
+        let missing = std::path::PathBuf::from("/nonexistent/flow-test-file");
+        for (setting, configure) in [
+            (
+                "FLOW_REDFISH_CA_FILE",
+                (|r: &mut RedfishSetup, p| r.client.ca_file = Some(p)) as fn(&mut RedfishSetup, _),
+            ),
+            ("FLOW_REDFISH_CREDENTIALS_FILE", |r, p| {
+                r.credentials_file = Some(p)
+            }),
+            ("FLOW_FIRMWARE_CATALOG", |r, p| r.catalog_file = Some(p)),
+        ] {
+            let mut providers = providers();
+            configure(&mut providers.redfish, missing.clone());
+            let err = Registry::from_spec("compute=redfish", &providers).unwrap_err();
+            assert!(err.contains(setting), "{err}");
+        }
+        let registry =
+            Registry::from_spec("compute=redfish,nvswitch=redfish", &providers()).unwrap();
+        let set = registry.get(ComponentType::Compute).unwrap();
+        assert_eq!(set.name, "redfish");
+        assert!(set.preflight.is_some() && set.inventory.is_some());
+        assert!(registry.reload_credentials().is_empty());
+    }
+
+    #[test]
     fn an_empty_spec_configures_nothing() {
         assert!(Registry::from_spec("", &providers()).unwrap().is_empty());
     }
