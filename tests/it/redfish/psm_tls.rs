@@ -67,3 +67,54 @@ async fn psm_is_reached_over_mutual_tls_and_refused_without_a_client_certificate
     let err = PsmManager::new(&settings(unreadable)).unwrap_err();
     assert!(err.contains("FLOW_PSM_CLIENT_KEY_FILE"), "{err}");
 }
+
+#[tokio::test]
+async fn psm_registrations_carry_the_pmc_login_from_the_credentials_source() {
+    use flow::clients::redfish::{Credentials, Login};
+    use flow::components::Registration;
+    let psm = PsmServer::start().await;
+    let dir = TempDir::new();
+    let file = dir.write(
+        "credentials.toml",
+        &format!(
+            "[manufacturer.liteon]\nusername = \"pmc-admin\"\npassword = \"pmc-pw\"\n\
+             [bmc.\"{}\"]\nusername = \"this-shelf\"\npassword = \"shelf-pw\"\n",
+            crate::components::MAC.to_ascii_uppercase()
+        ),
+    );
+    let default = Login {
+        username: "root".into(),
+        password: "default-pw".into(),
+    };
+    let logins = std::sync::Arc::new(Credentials::new(Some(default), Some(file)).unwrap());
+    let settings = PsmSettings {
+        url: psm.url.clone(),
+        timeout: Duration::from_secs(5),
+        logins: Some(logins),
+        ..Default::default()
+    };
+    let manager = PsmManager::new(&settings).unwrap();
+    manager.register(&shelf()).await.unwrap();
+    let other = crate::components::device(
+        flow::inventory::model::ComponentType::PowerShelf,
+        "PS-9",
+        Some("0c:42:a1:00:00:09"),
+    );
+    manager.register(&other).await.unwrap();
+    let logins: Vec<(String, String)> = psm
+        .registrations()
+        .iter()
+        .map(|r| {
+            let c = r.pmc_credentials.clone().unwrap_or_default();
+            (c.username, c.password)
+        })
+        .collect();
+    assert_eq!(
+        logins,
+        [
+            ("this-shelf".to_string(), "shelf-pw".to_string()),
+            ("pmc-admin".to_string(), "pmc-pw".to_string())
+        ],
+        "the shelf's own MAC first, then its manufacturer (LITEON)"
+    );
+}

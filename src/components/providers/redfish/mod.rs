@@ -123,10 +123,17 @@ impl RedfishManager {
     }
 
     async fn get(&self, device: &Device, path: &str) -> Result<Value, DeviceError> {
-        self.client
-            .get(Self::bmc(device)?, path)
-            .await
-            .map_err(|e| about(device, e))
+        let bmc = Self::bmc(device)?;
+        self.client.get(bmc, path).await.map_err(|e| {
+            // A resource that vanished (the BMC was replaced or re-flashed) is looked up afresh
+            // next time instead of being asked for forever.
+            if matches!(&e, RedfishError::Refused(m) if m.contains("HTTP 404"))
+                && let Ok(mut cache) = self.resources.lock()
+            {
+                cache.remove(bmc.ip);
+            }
+            about(device, e)
+        })
     }
 
     async fn post(
