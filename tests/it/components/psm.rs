@@ -279,7 +279,8 @@ async fn psm_registration_carries_mac_ip_and_vendor() {
         sent,
         [
             (MAC.to_string(), "10.0.0.7".to_string(), 1, false),
-            ("0c:42:a1:00:00:09".to_string(), String::new(), 0, false),
+            // Delta shelves carry the newer vendor value PMC_TYPE_DELTA = 2.
+            ("0c:42:a1:00:00:09".to_string(), String::new(), 2, false),
         ]
     );
 
