@@ -495,3 +495,56 @@ async fn secrets_stay_out_of_errors_and_debug_output() {
         assert!(!text.contains(PASSWORD) && !text.contains(wrong), "{text}");
     }
 }
+
+/// A log sink for one test's `tracing` output.
+#[derive(Clone, Default)]
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn logs_warn_about_insecure_tls_and_never_carry_a_password() {
+    let sink = Sink::default();
+    let writer = sink.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let (port, _bmc) = start(|b| b.sessions = true).await;
+    let dir = TempDir::new();
+    let wrong = "An0ther-secret-pw";
+    let creds = dir.write(
+        "credentials.toml",
+        &format!("[default]\nusername = \"{USER}\"\npassword = \"{wrong}\"\n"),
+    );
+    let mut setup = Setup::http(port);
+    setup.insecure = true;
+    setup.credentials_file = Some(creds.clone());
+    let manager = setup.manager();
+    let status = flow::components::registry::redfish_set(manager.clone())
+        .status
+        .unwrap();
+    assert!(status.power_status(&device("SN-A")).await.is_err());
+    // A broken file keeps the previous logins, and says so without quoting the file.
+    std::fs::write(&creds, format!("password = \"{wrong}\" not toml")).unwrap();
+    assert!(status.power_status(&device("SN-A")).await.is_err());
+
+    let logs = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("FLOW_REDFISH_INSECURE=true"), "{logs}");
+    assert!(
+        logs.contains("keeping the previous BMC credentials"),
+        "{logs}"
+    );
+    assert!(!logs.contains(wrong) && !logs.contains(PASSWORD), "{logs}");
+}
