@@ -35,6 +35,19 @@ pub const ENV_VARS: &[&str] = &[
     "FLOW_OBSERVE_TIMEOUT_SECS",
     "FLOW_DB_ACQUIRE_TIMEOUT_SECS",
     "FLOW_SHUTDOWN_GRACE_SECS",
+    "FLOW_PSM_CA_FILE",
+    "FLOW_PSM_CLIENT_CERT_FILE",
+    "FLOW_PSM_CLIENT_KEY_FILE",
+    "FLOW_REDFISH_SCHEME",
+    "FLOW_REDFISH_PORT",
+    "FLOW_REDFISH_USERNAME",
+    "FLOW_REDFISH_PASSWORD",
+    "FLOW_REDFISH_CREDENTIALS_FILE",
+    "FLOW_REDFISH_CA_FILE",
+    "FLOW_REDFISH_INSECURE",
+    "FLOW_REDFISH_TIMEOUT_SECS",
+    "FLOW_REDFISH_MAX_INFLIGHT_PER_BMC",
+    "FLOW_FIRMWARE_CATALOG",
 ];
 
 /// The original service's variable names, still accepted for operators moving over.
@@ -94,6 +107,28 @@ pub struct Config {
     pub db_acquire_timeout_secs: u64,
     /// After SIGTERM: how long in-flight requests and event streams get before the process exits.
     pub shutdown_grace_secs: u64,
+    /// PEM CA bundle that verifies an `https://` PSM.
+    pub psm_ca_file: Option<String>,
+    /// PEM client certificate (and its key, below) Flow presents to PSM: mutual TLS.
+    pub psm_client_cert_file: Option<String>,
+    pub psm_client_key_file: Option<String>,
+    /// `https` (default) or `http`: how BMCs are reached.
+    pub redfish_scheme: String,
+    pub redfish_port: u16,
+    /// Default BMC login, when the credentials file has nothing more specific.
+    pub redfish_username: Option<String>,
+    pub redfish_password: Option<String>,
+    /// TOML file of BMC logins per BMC MAC, per manufacturer and default.
+    pub redfish_credentials_file: Option<String>,
+    /// PEM CA bundle that verifies BMC certificates.
+    pub redfish_ca_file: Option<String>,
+    /// Skip BMC certificate verification (logged as a warning at start).
+    pub redfish_insecure: bool,
+    /// Deadline of every Redfish call.
+    pub redfish_timeout_secs: u64,
+    pub redfish_max_inflight_per_bmc: usize,
+    /// TOML file: component type + optional model + version -> image URI (+ checksum).
+    pub firmware_catalog: Option<String>,
 }
 
 impl Default for Config {
@@ -124,6 +159,19 @@ impl Default for Config {
             observe_timeout_secs: 10,
             db_acquire_timeout_secs: 2,
             shutdown_grace_secs: 20,
+            psm_ca_file: None,
+            psm_client_cert_file: None,
+            psm_client_key_file: None,
+            redfish_scheme: "https".into(),
+            redfish_port: 443,
+            redfish_username: None,
+            redfish_password: None,
+            redfish_credentials_file: None,
+            redfish_ca_file: None,
+            redfish_insecure: false,
+            redfish_timeout_secs: 30,
+            redfish_max_inflight_per_bmc: 2,
+            firmware_catalog: None,
         }
     }
 }
@@ -156,6 +204,25 @@ impl fmt::Debug for Config {
             .field("observe_timeout_secs", &self.observe_timeout_secs)
             .field("db_acquire_timeout_secs", &self.db_acquire_timeout_secs)
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
+            .field("psm_ca_file", &self.psm_ca_file)
+            .field("psm_client_cert_file", &self.psm_client_cert_file)
+            .field("psm_client_key_file", &self.psm_client_key_file)
+            .field("redfish_scheme", &self.redfish_scheme)
+            .field("redfish_port", &self.redfish_port)
+            .field("redfish_username", &self.redfish_username)
+            .field(
+                "redfish_password",
+                &self.redfish_password.as_ref().map(|_| "***"),
+            )
+            .field("redfish_credentials_file", &self.redfish_credentials_file)
+            .field("redfish_ca_file", &self.redfish_ca_file)
+            .field("redfish_insecure", &self.redfish_insecure)
+            .field("redfish_timeout_secs", &self.redfish_timeout_secs)
+            .field(
+                "redfish_max_inflight_per_bmc",
+                &self.redfish_max_inflight_per_bmc,
+            )
+            .field("firmware_catalog", &self.firmware_catalog)
             .finish()
     }
 }
@@ -322,6 +389,44 @@ impl Config {
                 *field = parse(key, v)?;
             }
         }
+        self.apply_redfish_env(env)
+    }
+
+    /// Redfish, PSM TLS and the firmware catalog.
+    fn apply_redfish_env(&mut self, env: &HashMap<String, String>) -> Result<(), ConfigError> {
+        let get = |k: &str| env.get(k).filter(|v| !v.is_empty());
+        for (key, field) in [
+            ("FLOW_PSM_CA_FILE", &mut self.psm_ca_file),
+            ("FLOW_PSM_CLIENT_CERT_FILE", &mut self.psm_client_cert_file),
+            ("FLOW_PSM_CLIENT_KEY_FILE", &mut self.psm_client_key_file),
+            ("FLOW_REDFISH_USERNAME", &mut self.redfish_username),
+            ("FLOW_REDFISH_PASSWORD", &mut self.redfish_password),
+            (
+                "FLOW_REDFISH_CREDENTIALS_FILE",
+                &mut self.redfish_credentials_file,
+            ),
+            ("FLOW_REDFISH_CA_FILE", &mut self.redfish_ca_file),
+            ("FLOW_FIRMWARE_CATALOG", &mut self.firmware_catalog),
+        ] {
+            if let Some(v) = get(key) {
+                *field = Some(v.clone());
+            }
+        }
+        if let Some(v) = get("FLOW_REDFISH_SCHEME") {
+            self.redfish_scheme = v.to_ascii_lowercase();
+        }
+        if let Some(v) = get("FLOW_REDFISH_PORT") {
+            self.redfish_port = parse("FLOW_REDFISH_PORT", v)?;
+        }
+        if let Some(v) = get("FLOW_REDFISH_INSECURE") {
+            self.redfish_insecure = parse("FLOW_REDFISH_INSECURE", v)?;
+        }
+        if let Some(v) = get("FLOW_REDFISH_TIMEOUT_SECS") {
+            self.redfish_timeout_secs = parse("FLOW_REDFISH_TIMEOUT_SECS", v)?;
+        }
+        if let Some(v) = get("FLOW_REDFISH_MAX_INFLIGHT_PER_BMC") {
+            self.redfish_max_inflight_per_bmc = parse("FLOW_REDFISH_MAX_INFLIGHT_PER_BMC", v)?;
+        }
         Ok(())
     }
 
@@ -356,11 +461,50 @@ impl Config {
                 "FLOW_OBSERVE_TIMEOUT_SECS must be at least 1".into(),
             ));
         }
+        self.validate_redfish()?;
         if !(0.0..=1.0).contains(&self.sim_failure_rate) {
             return Err(ConfigError(format!(
                 "FLOW_SIM_FAILURE_RATE must be between 0 and 1, not {}",
                 self.sim_failure_rate
             )));
+        }
+        Ok(())
+    }
+
+    /// Redfish settings that cannot work, and a Redfish manager with no login to send.
+    fn validate_redfish(&self) -> Result<(), ConfigError> {
+        if !matches!(self.redfish_scheme.as_str(), "https" | "http") {
+            return Err(ConfigError(format!(
+                "FLOW_REDFISH_SCHEME must be https or http, not {:?}",
+                self.redfish_scheme
+            )));
+        }
+        if self.redfish_timeout_secs == 0 {
+            return Err(ConfigError(
+                "FLOW_REDFISH_TIMEOUT_SECS must be at least 1".into(),
+            ));
+        }
+        if self.redfish_max_inflight_per_bmc == 0 {
+            return Err(ConfigError(
+                "FLOW_REDFISH_MAX_INFLIGHT_PER_BMC must be at least 1".into(),
+            ));
+        }
+        if self.psm_client_cert_file.is_some() != self.psm_client_key_file.is_some() {
+            return Err(ConfigError(
+                "FLOW_PSM_CLIENT_CERT_FILE and FLOW_PSM_CLIENT_KEY_FILE go together".into(),
+            ));
+        }
+        let uses_redfish = crate::components::registry::parse_spec(&self.component_managers)
+            .unwrap_or_default()
+            .iter()
+            .any(|(_, p)| *p == crate::components::registry::ProviderKind::Redfish);
+        let has_default = self.redfish_username.is_some() && self.redfish_password.is_some();
+        if uses_redfish && !has_default && self.redfish_credentials_file.is_none() {
+            return Err(ConfigError(
+                "FLOW_COMPONENT_MANAGERS uses redfish but no BMC credentials are set: set \
+                 FLOW_REDFISH_USERNAME and FLOW_REDFISH_PASSWORD, or FLOW_REDFISH_CREDENTIALS_FILE"
+                    .into(),
+            ));
         }
         Ok(())
     }
@@ -516,6 +660,78 @@ mod tests {
         .unwrap();
         assert_eq!((c.db_acquire_timeout_secs, c.shutdown_grace_secs), (5, 3));
         assert_eq!(c.temporal_address, "none");
+    }
+
+    #[test]
+    fn redfish_settings_come_from_variables_and_the_password_stays_hidden() {
+        let c = Config::load(&env(&[])).unwrap();
+        assert_eq!((c.redfish_scheme.as_str(), c.redfish_port), ("https", 443));
+        assert_eq!(
+            (c.redfish_timeout_secs, c.redfish_max_inflight_per_bmc),
+            (30, 2)
+        );
+        let c = Config::load(&env(&[
+            ("FLOW_COMPONENT_MANAGERS", "compute=redfish,powershelf=psm"),
+            ("FLOW_REDFISH_SCHEME", "HTTP"),
+            ("FLOW_REDFISH_PORT", "8000"),
+            ("FLOW_REDFISH_USERNAME", "admin"),
+            ("FLOW_REDFISH_PASSWORD", "bmc-s3cret"),
+            ("FLOW_REDFISH_INSECURE", "true"),
+            ("FLOW_REDFISH_MAX_INFLIGHT_PER_BMC", "4"),
+            ("FLOW_FIRMWARE_CATALOG", "/etc/flow/firmware.toml"),
+            ("FLOW_PSM_CA_FILE", "/etc/flow/psm-ca.pem"),
+            ("FLOW_PSM_CLIENT_CERT_FILE", "/etc/flow/c.pem"),
+            ("FLOW_PSM_CLIENT_KEY_FILE", "/etc/flow/c.key"),
+        ]))
+        .unwrap();
+        assert_eq!((c.redfish_scheme.as_str(), c.redfish_port), ("http", 8000));
+        assert!(c.redfish_insecure);
+        assert_eq!(c.redfish_max_inflight_per_bmc, 4);
+        assert_eq!(c.redfish_password.as_deref(), Some("bmc-s3cret"));
+        assert!(!format!("{c:?}").contains("bmc-s3cret"));
+    }
+
+    #[test]
+    fn redfish_without_credentials_or_with_bad_settings_refuses_to_start() {
+        for (pairs, key) in [
+            (
+                vec![("FLOW_COMPONENT_MANAGERS", "compute=redfish")],
+                "FLOW_REDFISH_USERNAME",
+            ),
+            (
+                vec![
+                    ("FLOW_COMPONENT_MANAGERS", "nvswitch=redfish"),
+                    ("FLOW_REDFISH_USERNAME", "admin"),
+                ],
+                "FLOW_REDFISH_CREDENTIALS_FILE",
+            ),
+            (vec![("FLOW_REDFISH_SCHEME", "ftp")], "FLOW_REDFISH_SCHEME"),
+            (vec![("FLOW_REDFISH_PORT", "70000")], "FLOW_REDFISH_PORT"),
+            (
+                vec![("FLOW_REDFISH_MAX_INFLIGHT_PER_BMC", "0")],
+                "FLOW_REDFISH_MAX_INFLIGHT_PER_BMC",
+            ),
+            (
+                vec![("FLOW_REDFISH_INSECURE", "maybe")],
+                "FLOW_REDFISH_INSECURE",
+            ),
+            (
+                vec![("FLOW_PSM_CLIENT_CERT_FILE", "/c.pem")],
+                "FLOW_PSM_CLIENT_KEY_FILE",
+            ),
+            (
+                vec![("FLOW_COMPONENT_MANAGERS", "compute=bmc")],
+                "FLOW_COMPONENT_MANAGERS",
+            ),
+        ] {
+            let err = Config::load(&env(&pairs)).unwrap_err().to_string();
+            assert!(err.contains(key), "{pairs:?}: {err}");
+        }
+        let with_file = Config::load(&env(&[
+            ("FLOW_COMPONENT_MANAGERS", "compute=redfish"),
+            ("FLOW_REDFISH_CREDENTIALS_FILE", "/etc/flow/bmc.toml"),
+        ]));
+        assert!(with_file.is_ok());
     }
 
     #[test]

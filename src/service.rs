@@ -53,6 +53,7 @@ pub async fn run(
         Registry::from_config(&config, sim_from_config(&config))
             .map_err(|e| Error::invalid("FLOW_COMPONENT_MANAGERS", e))?,
     );
+    watch_sighup(registry.clone());
     let holder = format!("{}-{}", hostname(), std::process::id());
     if config.temporal_address.trim() == "none" {
         if roles.worker {
@@ -298,4 +299,24 @@ fn hostname() -> String {
     std::fs::read_to_string("/etc/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "flow".into())
+}
+
+/// Re-reads BMC/PMC credentials files on SIGHUP, so a rotated password needs no restart.
+fn watch_sighup(registry: Arc<Registry>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot listen for SIGHUP: credentials files are re-read on change only");
+        return;
+    };
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            let errors = registry.reload_credentials();
+            if errors.is_empty() {
+                tracing::info!("SIGHUP: credentials re-read");
+            }
+            for e in errors {
+                tracing::warn!("SIGHUP: keeping the previous credentials: {e}");
+            }
+        }
+    });
 }

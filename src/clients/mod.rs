@@ -2,6 +2,7 @@
 //! classification only; what a response means for a device is decided in `components`.
 
 pub mod psm;
+pub mod redfish;
 
 /// A failed call to an external service, classified by whether retrying can help.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

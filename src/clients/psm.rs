@@ -7,10 +7,48 @@ use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Request, Response, Status};
 
 use super::ClientError;
+
+/// PEM files for TLS toward PSM: the CA that verifies it and, for mutual TLS, Flow's client
+/// certificate and key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PsmTls {
+    pub ca_file: Option<std::path::PathBuf>,
+    pub client_cert_file: Option<std::path::PathBuf>,
+    pub client_key_file: Option<std::path::PathBuf>,
+}
+
+/// The CA that verifies PSM and, for mutual TLS, the identity Flow presents; a file that cannot
+/// be read names its setting.
+fn tls_config(tls: &PsmTls) -> Result<ClientTlsConfig, ClientError> {
+    let read = |setting: &str, path: &std::path::Path| {
+        std::fs::read(path)
+            .map_err(|e| ClientError::Refused(format!("{setting} {}: {e}", path.display())))
+    };
+    let ca = tls.ca_file.as_deref().ok_or_else(|| {
+        ClientError::Refused("an https:// PSM address needs FLOW_PSM_CA_FILE".into())
+    })?;
+    let mut config =
+        ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read("FLOW_PSM_CA_FILE", ca)?));
+    match (&tls.client_cert_file, &tls.client_key_file) {
+        (Some(cert), Some(key)) => {
+            config = config.identity(Identity::from_pem(
+                read("FLOW_PSM_CLIENT_CERT_FILE", cert)?,
+                read("FLOW_PSM_CLIENT_KEY_FILE", key)?,
+            ));
+        }
+        (None, None) => {}
+        _ => {
+            return Err(ClientError::Refused(
+                "FLOW_PSM_CLIENT_CERT_FILE and FLOW_PSM_CLIENT_KEY_FILE go together".into(),
+            ));
+        }
+    }
+    Ok(config)
+}
 
 /// Types and stubs generated from `proto/psm/v1/powershelf-manager.proto` (package `v1`).
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
@@ -39,17 +77,28 @@ impl std::fmt::Debug for PsmClient {
 }
 
 impl PsmClient {
-    /// Validates the address without connecting; `host:port` is taken as plain HTTP/2.
-    pub fn new(url: &str, timeout: Duration) -> Result<Self, ClientError> {
+    /// Validates the address and reads the TLS files without connecting; `host:port` is taken
+    /// as plain HTTP/2, `https://` needs `FLOW_PSM_CA_FILE` (and mutual TLS adds the client
+    /// certificate and key).
+    pub fn new(url: &str, timeout: Duration, tls: &PsmTls) -> Result<Self, ClientError> {
         let url = if url.contains("://") {
             url.to_string()
         } else {
             format!("http://{url}")
         };
-        let endpoint = Endpoint::from_shared(url.clone())
+        let mut endpoint = Endpoint::from_shared(url.clone())
             .map_err(|e| ClientError::Refused(format!("PSM address {url:?}: {e}")))?
             .connect_timeout(timeout)
             .timeout(timeout);
+        if url.starts_with("https://") {
+            endpoint = endpoint
+                .tls_config(tls_config(tls)?)
+                .map_err(|e| ClientError::Refused(format!("PSM TLS for {url:?}: {e}")))?;
+        } else if tls.client_cert_file.is_some() {
+            return Err(ClientError::Refused(format!(
+                "FLOW_PSM_CLIENT_CERT_FILE is set but the PSM address {url:?} is not https://"
+            )));
+        }
         Ok(Self {
             url,
             timeout,

@@ -154,7 +154,23 @@ pub trait FirmwareControl: Send + Sync {
 /// Registers a device with its manager (ingest), built from the inventory record.
 #[async_trait]
 pub trait Registration: Send + Sync {
-    async fn register(&self, device: &Device) -> Result<(), DeviceError>;
+    /// Returns the device's id in its manager when registering learnt it (Flow records it as
+    /// the component's `external_id`).
+    async fn register(&self, device: &Device) -> Result<Option<String>, DeviceError>;
+}
+
+/// What a manager can tell about a device before any call: checked at submission, so a device
+/// it can never drive refuses the rack instead of failing at run time.
+pub trait Preflight: Send + Sync {
+    /// Why this manager cannot address `device` at all (no BMC address, say).
+    fn device_gap(&self, _device: &Device) -> Option<String> {
+        None
+    }
+
+    /// Why this manager cannot install `request` on `device` (a version it has no image for).
+    fn firmware_gap(&self, _device: &Device, _request: &FirmwareRequest) -> Option<String> {
+        None
+    }
 }
 
 /// What a manager sees of one device: the observed side of expected-vs-actual.
@@ -168,6 +184,9 @@ pub struct Observation {
     pub model: Option<String>,
     pub firmware_version: Option<String>,
     pub power: Option<DevicePower>,
+    /// MAC addresses the device reports (normalised, lower case with colons); empty when the
+    /// manager does not say.
+    pub macs: Vec<String>,
 }
 
 /// A manager's answer for a batch of devices.
@@ -212,6 +231,7 @@ pub struct ManagerSet {
     pub firmware: Option<std::sync::Arc<dyn FirmwareControl>>,
     pub registration: Option<std::sync::Arc<dyn Registration>>,
     pub inventory: Option<std::sync::Arc<dyn Inventory>>,
+    pub preflight: Option<std::sync::Arc<dyn Preflight>>,
 }
 
 impl fmt::Debug for ManagerSet {
@@ -223,6 +243,7 @@ impl fmt::Debug for ManagerSet {
             .field("firmware", &self.firmware.is_some())
             .field("registration", &self.registration.is_some())
             .field("inventory", &self.inventory.is_some())
+            .field("preflight", &self.preflight.is_some())
             .finish()
     }
 }

@@ -5,8 +5,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::clients::redfish::{Credentials, Login, RedfishSettings};
 use crate::components::ManagerSet;
-use crate::components::providers::{Providers, PsmManager, PsmSettings, SimConfig, SimDevices};
+use crate::components::providers::{
+    Providers, PsmManager, PsmSettings, PsmTls, RedfishManager, RedfishSetup, SimConfig, SimDevices,
+};
 use crate::config::Config;
 use crate::inventory::model::ComponentType;
 
@@ -15,6 +18,7 @@ use crate::inventory::model::ComponentType;
 pub enum ProviderKind {
     Sim,
     Psm,
+    Redfish,
 }
 
 impl ProviderKind {
@@ -23,6 +27,7 @@ impl ProviderKind {
         match self {
             Self::Sim => "sim",
             Self::Psm => "psm",
+            Self::Redfish => "redfish",
         }
     }
 
@@ -31,6 +36,7 @@ impl ProviderKind {
         match input.trim().to_ascii_lowercase().as_str() {
             "sim" => Some(Self::Sim),
             "psm" => Some(Self::Psm),
+            "redfish" => Some(Self::Redfish),
             _ => None,
         }
     }
@@ -55,7 +61,7 @@ pub fn parse_spec(spec: &str) -> Result<Vec<(ComponentType, ProviderKind)>, Stri
             .ok_or_else(|| bad(format!("unknown component type {:?}", kind.trim())))?;
         let provider = ProviderKind::parse(provider).ok_or_else(|| {
             bad(format!(
-                "unknown provider {:?} (expected sim or psm)",
+                "unknown provider {:?} (expected sim, psm or redfish)",
                 provider.trim()
             ))
         })?;
@@ -74,6 +80,8 @@ pub fn parse_spec(spec: &str) -> Result<Vec<(ComponentType, ProviderKind)>, Stri
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     sets: BTreeMap<ComponentType, ManagerSet>,
+    /// Login sources to re-read on SIGHUP.
+    credentials: Vec<Arc<Credentials>>,
 }
 
 impl Registry {
@@ -87,9 +95,21 @@ impl Registry {
     pub fn from_spec(spec: &str, providers: &Providers) -> Result<Self, String> {
         let mut registry = Self::new();
         let mut psm: Option<Arc<PsmManager>> = None;
+        let mut redfish: Option<Arc<RedfishManager>> = None;
         for (kind, provider) in parse_spec(spec)? {
             let set = match provider {
                 ProviderKind::Sim => sim_set(providers.sim.clone()),
+                ProviderKind::Redfish => {
+                    let manager = match &redfish {
+                        Some(m) => m.clone(),
+                        None => {
+                            let made = providers.redfish.manager()?;
+                            registry.credentials.push(made.credentials().clone());
+                            redfish.insert(made).clone()
+                        }
+                    };
+                    redfish_set(manager)
+                }
                 ProviderKind::Psm => {
                     let manager = match &psm {
                         Some(m) => m.clone(),
@@ -106,15 +126,63 @@ impl Registry {
     /// The registry `FLOW_COMPONENT_MANAGERS`, `FLOW_PSM_URL` and `FLOW_PSM_TIMEOUT_SECS` describe,
     /// with `sim` entries on the given simulator (see [`sim_from_config`]).
     pub fn from_config(config: &Config, sim: Arc<SimDevices>) -> Result<Self, String> {
+        let path = |p: &Option<String>| p.as_ref().map(std::path::PathBuf::from);
+        let redfish = RedfishSetup {
+            client: RedfishSettings {
+                scheme: config.redfish_scheme.clone(),
+                port: config.redfish_port,
+                timeout: Duration::from_secs(config.redfish_timeout_secs),
+                max_inflight_per_bmc: config.redfish_max_inflight_per_bmc,
+                ca_file: path(&config.redfish_ca_file),
+                insecure: config.redfish_insecure,
+            },
+            default_login: match (&config.redfish_username, &config.redfish_password) {
+                (Some(username), Some(password)) => Some(Login {
+                    username: username.clone(),
+                    password: password.clone(),
+                }),
+                _ => None,
+            },
+            credentials_file: path(&config.redfish_credentials_file),
+            catalog_file: path(&config.firmware_catalog),
+        };
+        let uses_psm = parse_spec(&config.component_managers)?
+            .iter()
+            .any(|(_, p)| *p == ProviderKind::Psm);
+        // PMC logins for RegisterPowershelves come from the same source as BMC logins.
+        let logins = if uses_psm
+            && (redfish.default_login.is_some() || redfish.credentials_file.is_some())
+        {
+            Some(redfish.credentials()?)
+        } else {
+            None
+        };
         let providers = Providers {
             sim,
             psm: PsmSettings {
                 url: config.psm_url.clone(),
                 timeout: Duration::from_secs(config.psm_timeout_secs),
                 pmc_credentials: None,
+                logins,
+                tls: PsmTls {
+                    ca_file: path(&config.psm_ca_file),
+                    client_cert_file: path(&config.psm_client_cert_file),
+                    client_key_file: path(&config.psm_client_key_file),
+                },
             },
+            redfish,
         };
-        Self::from_spec(&config.component_managers, &providers)
+        let mut registry = Self::from_spec(&config.component_managers, &providers)?;
+        registry.credentials.extend(providers.psm.logins);
+        Ok(registry)
+    }
+
+    /// Re-reads every credentials file (SIGHUP); a broken file keeps its previous logins.
+    pub fn reload_credentials(&self) -> Vec<String> {
+        self.credentials
+            .iter()
+            .filter_map(|c| c.reload().err())
+            .collect()
     }
 
     /// Adds or replaces the managers of one type (tests use it to plug in fakes).
@@ -162,6 +230,7 @@ pub fn sim_set(sim: Arc<SimDevices>) -> ManagerSet {
         firmware: Some(sim.clone()),
         registration: Some(sim.clone()),
         inventory: Some(sim),
+        preflight: None,
     }
 }
 
@@ -174,6 +243,20 @@ pub fn psm_set(psm: Arc<PsmManager>) -> ManagerSet {
         firmware: Some(psm.clone()),
         registration: Some(psm.clone()),
         inventory: Some(psm),
+        preflight: None,
+    }
+}
+
+/// Every capability, served by each device's BMC over Redfish.
+pub fn redfish_set(redfish: Arc<RedfishManager>) -> ManagerSet {
+    ManagerSet {
+        name: ProviderKind::Redfish.as_str().into(),
+        power: Some(redfish.clone()),
+        status: Some(redfish.clone()),
+        firmware: Some(redfish.clone()),
+        registration: Some(redfish.clone()),
+        inventory: Some(redfish.clone()),
+        preflight: Some(redfish),
     }
 }
 
@@ -188,7 +271,9 @@ mod tests {
                 url: "http://127.0.0.1:1".into(),
                 timeout: Duration::from_millis(100),
                 pmc_credentials: None,
+                ..Default::default()
             },
+            redfish: RedfishSetup::default(),
         }
     }
 
@@ -213,6 +298,7 @@ mod tests {
         for (spec, entry, why) in [
             ("compute=sim,gpu=sim", "gpu=sim", "unknown component type"),
             ("compute=nico", "compute=nico", "unknown provider"),
+            ("compute=redfsh", "compute=redfsh", "sim, psm or redfish"),
             ("compute", "compute", "expected <type>=<provider>"),
             ("compute=sim,compute=sim", "compute=sim", "more than once"),
             ("switch=sim,nvswitch=sim", "nvswitch=sim", "more than once"),
@@ -245,6 +331,32 @@ mod tests {
         providers.psm.url = "http://bad host:50052".into();
         let err = Registry::from_spec("powershelf=psm", &providers).unwrap_err();
         assert!(err.contains("PSM address"), "{err}");
+    }
+
+    #[test]
+    fn unreadable_redfish_files_are_start_up_errors_naming_the_setting() {
+        let missing = std::path::PathBuf::from("/nonexistent/flow-test-file");
+        for (setting, configure) in [
+            (
+                "FLOW_REDFISH_CA_FILE",
+                (|r: &mut RedfishSetup, p| r.client.ca_file = Some(p)) as fn(&mut RedfishSetup, _),
+            ),
+            ("FLOW_REDFISH_CREDENTIALS_FILE", |r, p| {
+                r.credentials_file = Some(p)
+            }),
+            ("FLOW_FIRMWARE_CATALOG", |r, p| r.catalog_file = Some(p)),
+        ] {
+            let mut providers = providers();
+            configure(&mut providers.redfish, missing.clone());
+            let err = Registry::from_spec("compute=redfish", &providers).unwrap_err();
+            assert!(err.contains(setting), "{err}");
+        }
+        let registry =
+            Registry::from_spec("compute=redfish,nvswitch=redfish", &providers()).unwrap();
+        let set = registry.get(ComponentType::Compute).unwrap();
+        assert_eq!(set.name, "redfish");
+        assert!(set.preflight.is_some() && set.inventory.is_some());
+        assert!(registry.reload_credentials().is_empty());
     }
 
     #[test]

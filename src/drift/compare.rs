@@ -50,6 +50,16 @@ fn field_diffs(device: &Device, seen: &Observation) -> Vec<FieldDiff> {
             actual: actual.clone(),
         });
     }
+    if let Some(expected) = &device.bmc_mac {
+        let expected = crate::clients::redfish::normal_mac(expected);
+        if !seen.macs.is_empty() && !seen.macs.contains(&expected) {
+            diffs.push(FieldDiff {
+                field: "bmc_mac".into(),
+                expected,
+                actual: seen.macs.join(","),
+            });
+        }
+    }
     diffs
 }
 
@@ -156,6 +166,7 @@ mod tests {
             serial_number: serial.map(String::from),
             firmware_version: firmware.map(String::from),
             power: Some(DevicePower::Off),
+            macs: Vec::new(),
             ..Observation::default()
         }
     }

@@ -57,6 +57,44 @@ pub fn gaps(plan: &Plan, registry: &Registry) -> Vec<String> {
                 }
             }
         }
+        device_gaps(plan, stage, registry, &mut out);
     }
     out
+}
+
+/// What the managers can tell per device before any call: a device they cannot address (no
+/// BMC address) or a firmware version they have no image for.
+fn device_gaps(
+    plan: &Plan,
+    stage: &crate::operations::plan::Stage,
+    registry: &Registry,
+    out: &mut Vec<String>,
+) {
+    let acts = stage
+        .actions
+        .iter()
+        .any(|a| !matches!(a, Action::Sleep { .. }));
+    let installs = stage
+        .actions
+        .iter()
+        .any(|a| matches!(a, Action::FirmwareStart));
+    for device in &stage.devices {
+        let Some(preflight) = registry.get(device.kind).and_then(|s| s.preflight.clone()) else {
+            continue;
+        };
+        let mut found = Vec::new();
+        if acts && let Some(why) = preflight.device_gap(device) {
+            found.push(why);
+        } else if installs
+            && let Some(why) = preflight.firmware_gap(device, &plan.firmware_for(device.kind))
+        {
+            found.push(why);
+        }
+        for why in found {
+            let line = format!("stage {} ({}): {why}", stage.number, stage.name);
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
 }

@@ -79,10 +79,16 @@ fn activity_error(e: Error) -> ActivityError {
     }
 }
 
-struct Heartbeat<'a>(&'a ActivityContext);
+struct Heartbeat<'a>(&'a ActivityContext, std::sync::Mutex<Option<String>>);
 
 #[async_trait]
 impl Progress for Heartbeat<'_> {
+    fn registered(&self, external_id: &str) {
+        if let Ok(mut slot) = self.1.lock() {
+            *slot = Some(external_id.to_string());
+        }
+    }
+
     async fn beat(&self, note: &str) {
         // A lost heartbeat only delays noticing a dead worker; the step goes on.
         let _ = self.0.record_heartbeat(note.to_string()).await;
@@ -137,8 +143,8 @@ impl RackActivities {
         )
         .await
         .map_err(activity_error)?;
+        let progress = Heartbeat(&ctx, std::sync::Mutex::new(None));
         let result = {
-            let progress = Heartbeat(&ctx);
             let work = steps::run_all(
                 &self.registry,
                 &input.actions,
@@ -166,6 +172,20 @@ impl RackActivities {
             name: input.device.name.clone(),
             error,
         };
+        let registered = progress.1.lock().ok().and_then(|mut s| s.take());
+        if let (Ok(_), Some(external_id)) = (&result, registered) {
+            // What registration learnt is the component's external id, as the drift sync
+            // records it: in the observed fields, never the operator's.
+            let sighting = crate::drift::compare::Sighting {
+                component_id: component,
+                external_id: Some(external_id),
+                firmware_version: None,
+                power: None,
+            };
+            crate::drift::store::record_sightings(db, &[sighting], now)
+                .await
+                .map_err(activity_error)?;
+        }
         match result {
             Ok(detail) => {
                 store::update_step(

@@ -17,6 +17,8 @@ pub trait Progress: Send + Sync {
     /// Reports progress; long polls call it so a dead worker is noticed and a cancel is heard.
     async fn beat(&self, note: &str);
     fn cancelled(&self) -> bool;
+    /// Registration learnt the device's id in its manager (its `external_id`).
+    fn registered(&self, _external_id: &str) {}
 }
 
 /// How a step ended, when it did not succeed.
@@ -261,11 +263,20 @@ async fn run(
             let registration = managers
                 .and_then(|m| m.registration.clone())
                 .ok_or_else(|| unsupported(device, "registration"))?;
-            registration
+            let external = registration
                 .register(device)
                 .await
                 .map_err(StepFailure::Device)?;
-            Ok(format!("registered {} with its manager", device.name))
+            match external {
+                Some(id) => {
+                    progress.registered(&id);
+                    Ok(format!(
+                        "registered {} with its manager as {id}",
+                        device.name
+                    ))
+                }
+                None => Ok(format!("registered {} with its manager", device.name)),
+            }
         }
     }
 }

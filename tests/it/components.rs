@@ -9,7 +9,7 @@ use flow::inventory::model::ComponentType;
 use uuid::Uuid;
 
 /// A power shelf's PMC MAC, as the inventory stores it.
-const MAC: &str = "0c:42:a1:00:00:01";
+pub const MAC: &str = "0c:42:a1:00:00:01";
 
 /// A device as the operation layer would hand it to a manager.
 pub fn device(kind: ComponentType, serial: &str, mac: Option<&str>) -> Device {

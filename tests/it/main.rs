@@ -17,6 +17,7 @@ mod durability;
 mod faults;
 mod migrations;
 mod operations;
+mod redfish;
 mod rules;
 mod schedules;
 mod service;

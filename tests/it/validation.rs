@@ -42,6 +42,7 @@ impl Harness {
             url: psm.url.clone(),
             timeout: Duration::from_secs(5),
             pmc_credentials: None,
+            ..Default::default()
         };
         let registry = Arc::new(
             Registry::new()

@@ -12,7 +12,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::clients::ClientError;
+pub use crate::clients::psm::PsmTls;
 use crate::clients::psm::{PsmClient, pb};
+use crate::clients::redfish::Credentials;
 use crate::components::{
     Device, DeviceError, DevicePower, FirmwareControl, FirmwareRequest, FirmwareState,
     FirmwareStatus, PowerControl, PowerOp, PowerStatus, Registration,
@@ -35,12 +37,16 @@ impl fmt::Debug for PmcCredentials {
 }
 
 /// Where PSM is and how long each call may take.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct PsmSettings {
     pub url: String,
     pub timeout: Duration,
     /// Sent with registrations; `None` leaves them empty, for PSM's own defaults.
     pub pmc_credentials: Option<PmcCredentials>,
+    /// PMC logins per PMC MAC / manufacturer / default; wins over `pmc_credentials`.
+    pub logins: Option<Arc<Credentials>>,
+    /// TLS toward an `https://` PSM: CA bundle, and client certificate + key for mutual TLS.
+    pub tls: PsmTls,
 }
 
 /// The `psm` provider: power, power status, firmware and registration for power shelves.
@@ -48,15 +54,18 @@ pub struct PsmSettings {
 pub struct PsmManager {
     client: PsmClient,
     pmc_credentials: Option<PmcCredentials>,
+    logins: Option<Arc<Credentials>>,
 }
 
 impl PsmManager {
     /// Builds the manager without connecting; a bad URL is the only error.
     pub fn new(settings: &PsmSettings) -> Result<Arc<Self>, String> {
-        let client = PsmClient::new(&settings.url, settings.timeout).map_err(|e| e.to_string())?;
+        let client = PsmClient::new(&settings.url, settings.timeout, &settings.tls)
+            .map_err(|e| e.to_string())?;
         Ok(Arc::new(Self {
             client,
             pmc_credentials: settings.pmc_credentials.clone(),
+            logins: settings.logins.clone(),
         }))
     }
 }
@@ -106,6 +115,8 @@ fn vendor(manufacturer: &str) -> pb::PmcVendor {
         .to_ascii_lowercase();
     if letters.contains("liteon") {
         pb::PmcVendor::PmcTypeLiteon
+    } else if letters.contains("delta") {
+        pb::PmcVendor::PmcTypeDelta
     } else {
         pb::PmcVendor::PmcTypeUnknown
     }
@@ -302,13 +313,24 @@ impl FirmwareControl for PsmManager {
 
 #[async_trait]
 impl Registration for PsmManager {
-    async fn register(&self, device: &Device) -> Result<(), DeviceError> {
+    async fn register(&self, device: &Device) -> Result<Option<String>, DeviceError> {
         let mac = pmc_mac(device)?;
+        // The PMC login PSM will use: from the credentials source (per PMC MAC, manufacturer,
+        // default), else the fixed pair, else none (PSM's own defaults).
+        let login = self
+            .logins
+            .as_ref()
+            .and_then(|l| l.lookup(Some(&mac), &device.manufacturer))
+            .map(|l| PmcCredentials {
+                username: l.username,
+                password: l.password,
+            })
+            .or_else(|| self.pmc_credentials.clone());
         let request = pb::RegisterPowershelfRequest {
             pmc_mac_address: mac.clone(),
             pmc_ip_address: device.bmc_ip.clone().unwrap_or_default(),
             pmc_vendor: vendor(&device.manufacturer) as i32,
-            pmc_credentials: self.pmc_credentials.as_ref().map(|c| pb::Credentials {
+            pmc_credentials: login.as_ref().map(|c| pb::Credentials {
                 username: c.username.clone(),
                 password: c.password.clone(),
             }),
@@ -331,7 +353,7 @@ impl Registration for PsmManager {
                 r.status,
                 &r.error,
             )),
-            None => Ok(()),
+            None => Ok(None),
         }
     }
 }
@@ -345,7 +367,8 @@ mod tests {
         for name in ["LITEON", "Lite-On Technology", "liteon"] {
             assert_eq!(vendor(name), pb::PmcVendor::PmcTypeLiteon, "{name}");
         }
-        assert_eq!(vendor("Delta"), pb::PmcVendor::PmcTypeUnknown);
+        assert_eq!(vendor("Delta Electronics"), pb::PmcVendor::PmcTypeDelta);
+        assert_eq!(vendor("Acme"), pb::PmcVendor::PmcTypeUnknown);
     }
 
     #[test]

@@ -335,13 +335,15 @@ impl FirmwareControl for SimDevices {
 
 #[async_trait]
 impl Registration for SimDevices {
-    async fn register(&self, device: &Device) -> Result<(), DeviceError> {
+    async fn register(&self, device: &Device) -> Result<Option<String>, DeviceError> {
+        // The simulator reports its id through observation, as the drift sync records it.
         self.call(device, "register", |d, _, _| {
             d.registered = true;
             d.external_id = Some(format!("sim-{}", device.serial_number));
             Ok(())
         })
         .await
+        .map(|()| None)
     }
 }
 

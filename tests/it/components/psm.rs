@@ -22,7 +22,9 @@ fn psm_managers(url: &str, timeout: Duration) -> ManagerSet {
             url: url.into(),
             timeout,
             pmc_credentials: None,
+            ..Default::default()
         },
+        redfish: Default::default(),
     };
     let registry = Registry::from_spec("powershelf=psm", &providers).unwrap();
     registry.get(ComponentType::PowerShelf).unwrap().clone()
@@ -277,7 +279,8 @@ async fn psm_registration_carries_mac_ip_and_vendor() {
         sent,
         [
             (MAC.to_string(), "10.0.0.7".to_string(), 1, false),
-            ("0c:42:a1:00:00:09".to_string(), String::new(), 0, false),
+            // Delta shelves carry the newer vendor value PMC_TYPE_DELTA = 2.
+            ("0c:42:a1:00:00:09".to_string(), String::new(), 2, false),
         ]
     );
 
@@ -294,7 +297,7 @@ async fn psm_registration_carries_mac_ip_and_vendor() {
 #[tokio::test]
 async fn the_psm_client_reaches_the_rpcs_flow_does_not_use_for_devices() {
     let psm = PsmServer::start().await;
-    let client = PsmClient::new(&psm.url, Duration::from_secs(5)).unwrap();
+    let client = PsmClient::new(&psm.url, Duration::from_secs(5), &Default::default()).unwrap();
     client.set_dry_run(true).await.unwrap();
     assert!(psm.dry_run());
     let available = client.list_available_firmware(vec![]).await.unwrap();
@@ -305,6 +308,7 @@ async fn the_psm_client_reaches_the_rpcs_flow_does_not_use_for_devices() {
     let bare = PsmClient::new(
         psm.url.trim_start_matches("http://"),
         Duration::from_secs(5),
+        &Default::default(),
     )
     .unwrap();
     assert_eq!(bare.url(), psm.url);

@@ -3,6 +3,7 @@
 pub mod fixtures;
 pub mod ops;
 pub mod psm;
+pub mod redfish;
 
 use std::path::PathBuf;
 

@@ -44,6 +44,7 @@ pub struct OpsBuilder {
     sim: SimConfig,
     psm: bool,
     unmanaged: Vec<ComponentType>,
+    managers: Vec<(ComponentType, flow::components::ManagerSet)>,
 }
 
 impl OpsBuilder {
@@ -53,6 +54,7 @@ impl OpsBuilder {
             sim: SimConfig::default(),
             psm: false,
             unmanaged: Vec::new(),
+            managers: Vec::new(),
         }
     }
 
@@ -64,6 +66,12 @@ impl OpsBuilder {
 
     pub fn sim(mut self, configure: impl FnOnce(&mut SimConfig)) -> Self {
         configure(&mut self.sim);
+        self
+    }
+
+    /// Drives a component type through these managers (Redfish against emulated BMCs, say).
+    pub fn managers(mut self, kind: ComponentType, set: flow::components::ManagerSet) -> Self {
+        self.managers.push((kind, set));
         self
     }
 
@@ -111,6 +119,7 @@ impl OpsBuilder {
                 url: server.url.clone(),
                 timeout: Duration::from_secs(5),
                 pmc_credentials: None,
+                ..Default::default()
             };
             registry = registry.with(
                 ComponentType::PowerShelf,
@@ -120,6 +129,9 @@ impl OpsBuilder {
         } else {
             None
         };
+        for (kind, set) in self.managers {
+            registry = registry.with(kind, set);
+        }
         let registry = Arc::new(registry);
         let state = AppState::build(db.db.clone(), Config::default(), engine, registry.clone());
         let router = flow::api::router(state.clone());

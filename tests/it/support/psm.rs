@@ -63,22 +63,35 @@ pub struct PsmServer {
 impl PsmServer {
     /// Starts a fake with no shelves on a free port.
     pub async fn start() -> Self {
+        Self::start_with(None).await
+    }
+
+    /// Starts a fake that speaks TLS only (mutual TLS when the config asks for client certs),
+    /// at `https://127.0.0.1:<port>`.
+    pub async fn start_tls(tls: tonic::transport::ServerTlsConfig) -> Self {
+        Self::start_with(Some(tls)).await
+    }
+
+    async fn start_with(tls: Option<tonic::transport::ServerTlsConfig>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(State::default()));
         let (stall, stalled) = watch::channel(false);
         let (shutdown, stop) = oneshot::channel::<()>();
         let fake = service::Fake::new(state.clone(), stalled);
         let incoming = tonic::transport::server::TcpIncoming::from(listener);
-        tokio::spawn(
-            tonic::transport::Server::builder().serve_with_incoming_shutdown(
-                PowershelfManagerServer::new(fake),
-                incoming,
-                async {
-                    let _ = stop.await;
-                },
-            ),
-        );
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(tls) = tls {
+            builder = builder.tls_config(tls).unwrap();
+        }
+        tokio::spawn(builder.serve_with_incoming_shutdown(
+            PowershelfManagerServer::new(fake),
+            incoming,
+            async {
+                let _ = stop.await;
+            },
+        ));
         Self {
             url,
             state,

@@ -27,6 +27,7 @@ fn observation(mac: &str, shelf: &pb::PowerShelf) -> Observation {
         model: non_empty(&chassis.model).or_else(|| non_empty(&pmc.model)),
         firmware_version: non_empty(&pmc.firmware_version),
         power: Some(shelf_power(shelf)),
+        macs: Vec::new(),
     }
 }
 

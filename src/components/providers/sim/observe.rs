@@ -81,5 +81,6 @@ fn observation(id: uuid::Uuid, d: &SimDevice, now: std::time::Instant) -> Observ
         model: d.model.clone(),
         firmware_version: Some(d.running_firmware(now)),
         power: Some(d.power),
+        macs: Vec::new(),
     }
 }

@@ -1,0 +1,427 @@
+//! HTTPS client for BMCs speaking Redfish: TLS, logins (basic auth or a Redfish session),
+//! a bound on calls in flight per BMC, a deadline on every call, bounded answers, and errors
+//! classified transient or permanent. Every request goes out through [`RedfishClient::send`].
+
+pub mod credentials;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+pub use credentials::{Credentials, Login, normal_mac};
+
+/// The most a BMC answer may weigh; anything larger is refused rather than buffered.
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Calls in flight to all BMCs together, so a site-wide sweep cannot exhaust sockets.
+const MAX_INFLIGHT_TOTAL: usize = 256;
+/// How often a 503 is waited out (its `Retry-After`) before the call counts as failed.
+const MAX_BUSY_RETRIES: u32 = 2;
+/// The longest `Retry-After` honoured inside one call.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// How BMCs are reached.
+#[derive(Debug, Clone)]
+pub struct RedfishSettings {
+    pub scheme: String,
+    pub port: u16,
+    pub timeout: Duration,
+    pub max_inflight_per_bmc: usize,
+    pub ca_file: Option<PathBuf>,
+    pub insecure: bool,
+}
+
+/// One BMC as a call addresses it: where it is, and what picks its login.
+#[derive(Debug, Clone, Copy)]
+pub struct Bmc<'a> {
+    pub ip: &'a str,
+    pub mac: Option<&'a str>,
+    pub manufacturer: &'a str,
+}
+
+/// A failed Redfish call, by what the caller can do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RedfishError {
+    /// No answer, a timeout, a 5xx or a 503 that did not clear: may work later.
+    #[error("{0}")]
+    Unreachable(String),
+    /// The BMC refused the request (4xx), with its own message: retrying will not help.
+    #[error("{0}")]
+    Refused(String),
+    /// 401/403, or no login configured: never retried.
+    #[error("{0}")]
+    Credentials(String),
+}
+
+/// A BMC's answer.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    /// `Location` (task monitors, new sessions).
+    pub location: Option<String>,
+    pub body: Value,
+}
+
+#[derive(Clone)]
+enum Auth {
+    Unknown,
+    Basic,
+    Session(String),
+}
+
+struct BmcState {
+    permits: Semaphore,
+    auth: tokio::sync::Mutex<Auth>,
+}
+
+/// The shared client: one connection pool for every BMC.
+pub struct RedfishClient {
+    http: reqwest::Client,
+    settings: RedfishSettings,
+    credentials: Arc<Credentials>,
+    total: Semaphore,
+    bmcs: Mutex<HashMap<String, Arc<BmcState>>>,
+}
+
+impl fmt::Debug for RedfishClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedfishClient")
+            .field("settings", &self.settings)
+            .field("credentials", &self.credentials)
+            .finish()
+    }
+}
+
+/// An error and every cause under it: reqwest's own text says only "error sending request".
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The BMC's own words for a refusal: `@Message.ExtendedInfo` messages, else `error.message`.
+pub fn bmc_message(body: &Value) -> Option<String> {
+    let error = body.get("error")?;
+    let infos: Vec<&str> = error
+        .get("@Message.ExtendedInfo")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i.get("Message").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    if infos.is_empty() {
+        error
+            .get("message")
+            .and_then(Value::as_str)
+            .map(String::from)
+    } else {
+        Some(infos.join("; "))
+    }
+}
+
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Duration {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(Duration::from_secs(1))
+        .min(MAX_RETRY_AFTER)
+}
+
+impl RedfishClient {
+    /// Builds the client; an unreadable CA file is an error naming `FLOW_REDFISH_CA_FILE`.
+    pub fn new(settings: RedfishSettings, credentials: Arc<Credentials>) -> Result<Self, String> {
+        // rustls is built with ring only; reqwest needs it installed as the process default.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .connect_timeout(settings.timeout)
+            .pool_max_idle_per_host(settings.max_inflight_per_bmc)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(path) = &settings.ca_file {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("FLOW_REDFISH_CA_FILE {}: {e}", path.display()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| format!("FLOW_REDFISH_CA_FILE {}: {e}", path.display()))?;
+            if certs.is_empty() {
+                return Err(format!(
+                    "FLOW_REDFISH_CA_FILE {}: no PEM certificate in it",
+                    path.display()
+                ));
+            }
+            builder = builder.tls_certs_only(certs);
+        }
+        if settings.insecure {
+            tracing::warn!(
+                "FLOW_REDFISH_INSECURE=true: BMC certificates are NOT verified; anyone on the \
+                 path can impersonate a BMC and read its login"
+            );
+            builder = builder.tls_danger_accept_invalid_certs(true);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| format!("Redfish HTTP client: {}", chain(&e)))?;
+        Ok(Self {
+            http,
+            total: Semaphore::new(MAX_INFLIGHT_TOTAL),
+            bmcs: Mutex::new(HashMap::new()),
+            settings,
+            credentials,
+        })
+    }
+
+    /// The credentials source, for reloading on SIGHUP.
+    pub fn credentials(&self) -> &Arc<Credentials> {
+        &self.credentials
+    }
+
+    fn state(&self, ip: &str) -> Arc<BmcState> {
+        let mut bmcs = self.bmcs.lock().unwrap_or_else(|p| p.into_inner());
+        bmcs.entry(ip.to_string())
+            .or_insert_with(|| {
+                Arc::new(BmcState {
+                    permits: Semaphore::new(self.settings.max_inflight_per_bmc),
+                    auth: tokio::sync::Mutex::new(Auth::Unknown),
+                })
+            })
+            .clone()
+    }
+
+    /// `scheme://ip:port` + path; a path that is already a URL (a task monitor) is kept.
+    fn url(&self, ip: &str, path: &str) -> String {
+        if path.starts_with("http://") || path.starts_with("https://") {
+            return path.to_string();
+        }
+        let host = if ip.contains(':') && !ip.starts_with('[') {
+            format!("[{ip}]")
+        } else {
+            ip.to_string()
+        };
+        let slash = if path.starts_with('/') { "" } else { "/" };
+        format!(
+            "{}://{host}:{}{slash}{path}",
+            self.settings.scheme, self.settings.port
+        )
+    }
+
+    /// The one place a request leaves Flow for a BMC: URL, login, deadline and a bounded body.
+    async fn send(
+        &self,
+        bmc: Bmc<'_>,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        auth: (&Auth, &Login),
+    ) -> Result<(StatusCode, reqwest::header::HeaderMap, Value), RedfishError> {
+        let url = self.url(bmc.ip, path);
+        let mut request = self
+            .http
+            .request(method.clone(), &url)
+            .header(reqwest::header::ACCEPT, "application/json");
+        request = match auth {
+            (Auth::Session(token), _) => request.header("X-Auth-Token", token.as_str()),
+            (Auth::Basic, login) => request.basic_auth(&login.username, Some(&login.password)),
+            (Auth::Unknown, _) => request,
+        };
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let unreachable = |why: String| {
+            RedfishError::Unreachable(format!("BMC {} {method} {path}: {why}", bmc.ip))
+        };
+        let call = async {
+            let mut response = request.send().await.map_err(|e| unreachable(chain(&e)))?;
+            let status = response.status();
+            let headers = response.headers().clone();
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| unreachable(chain(&e)))? {
+                if bytes.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(unreachable(format!(
+                        "answer larger than {MAX_BODY_BYTES} bytes"
+                    )));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            // A body that is not JSON (an HTML error page, say) is kept as text for messages.
+            let value = if bytes.is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+                    Value::String(String::from_utf8_lossy(&bytes).chars().take(300).collect())
+                })
+            };
+            Ok((status, headers, value))
+        };
+        match tokio::time::timeout(self.settings.timeout, call).await {
+            Ok(result) => result,
+            Err(_) => Err(unreachable(format!(
+                "no answer within {:?}",
+                self.settings.timeout
+            ))),
+        }
+    }
+
+    fn rejected(&self, bmc: Bmc<'_>) -> RedfishError {
+        RedfishError::Credentials(format!("credentials rejected by BMC {}", bmc.ip))
+    }
+
+    /// Learns how to log in: a Redfish session when the service root offers one, else basic
+    /// auth. Called with the BMC's auth lock held, so one login happens at a time.
+    async fn login(&self, bmc: Bmc<'_>, login: &Login) -> Result<Auth, RedfishError> {
+        let basic = Auth::Basic;
+        let (status, _, root) = self
+            .send(bmc, Method::GET, "/redfish/v1/", None, (&basic, login))
+            .await?;
+        if matches!(status.as_u16(), 401 | 403) {
+            return Err(self.rejected(bmc));
+        }
+        let sessions = root
+            .pointer("/Links/Sessions/@odata.id")
+            .and_then(Value::as_str)
+            .map(String::from);
+        let Some(sessions) = sessions else {
+            return Ok(basic);
+        };
+        let credentials =
+            serde_json::json!({"UserName": login.username, "Password": login.password});
+        let (status, headers, _) = self
+            .send(
+                bmc,
+                Method::POST,
+                &sessions,
+                Some(&credentials),
+                (&Auth::Unknown, login),
+            )
+            .await?;
+        match status.as_u16() {
+            401 | 403 => Err(self.rejected(bmc)),
+            200..=299 => Ok(headers
+                .get("X-Auth-Token")
+                .and_then(|v| v.to_str().ok())
+                .map(|t| Auth::Session(t.to_string()))
+                .unwrap_or(basic)),
+            // A session service that will not open sessions still leaves basic auth.
+            _ => Ok(basic),
+        }
+    }
+
+    /// A Redfish call with the BMC's login; 401 on a session logs in again once; 503 is waited
+    /// out per `Retry-After`; errors come back classified.
+    pub async fn request(
+        &self,
+        bmc: Bmc<'_>,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Reply, RedfishError> {
+        let _all = self.total.acquire().await;
+        let state = self.state(bmc.ip);
+        let _one = state.permits.acquire().await;
+        let login = self
+            .credentials
+            .lookup(bmc.mac, bmc.manufacturer)
+            .ok_or_else(|| {
+                RedfishError::Credentials(format!("no credentials configured for BMC {}", bmc.ip))
+            })?;
+        let mut relogged = false;
+        let mut busy = 0;
+        loop {
+            let auth = {
+                let mut guard = state.auth.lock().await;
+                if matches!(*guard, Auth::Unknown) {
+                    *guard = self.login(bmc, &login).await?;
+                }
+                guard.clone()
+            };
+            let (status, headers, value) = self
+                .send(bmc, method.clone(), path, body, (&auth, &login))
+                .await?;
+            let code = status.as_u16();
+            let what = |why: String| format!("BMC {} {method} {path}: HTTP {code}: {why}", bmc.ip);
+            match code {
+                401 if matches!(auth, Auth::Session(_)) && !relogged => {
+                    // The session expired or was dropped by the BMC: one fresh login.
+                    relogged = true;
+                    *state.auth.lock().await = Auth::Unknown;
+                }
+                401 | 403 => return Err(self.rejected(bmc)),
+                503 if busy < MAX_BUSY_RETRIES => {
+                    busy += 1;
+                    tokio::time::sleep(retry_after(&headers)).await;
+                }
+                500..=599 => {
+                    let why = bmc_message(&value).unwrap_or_else(|| "service unavailable".into());
+                    return Err(RedfishError::Unreachable(what(why)));
+                }
+                400..=499 => {
+                    let why = bmc_message(&value)
+                        .or_else(|| value.as_str().map(String::from))
+                        .unwrap_or_else(|| "refused".into());
+                    return Err(RedfishError::Refused(what(why)));
+                }
+                _ => {
+                    let location = headers
+                        .get(reqwest::header::LOCATION)
+                        .and_then(|v| v.to_str().ok())
+                        .map(String::from);
+                    return Ok(Reply {
+                        status: code,
+                        location,
+                        body: value,
+                    });
+                }
+            }
+        }
+    }
+
+    /// `GET path`, its JSON body.
+    pub async fn get(&self, bmc: Bmc<'_>, path: &str) -> Result<Value, RedfishError> {
+        Ok(self.request(bmc, Method::GET, path, None).await?.body)
+    }
+
+    /// `POST path` with a JSON body.
+    pub async fn post(
+        &self,
+        bmc: Bmc<'_>,
+        path: &str,
+        body: &Value,
+    ) -> Result<Reply, RedfishError> {
+        self.request(bmc, Method::POST, path, Some(body)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bmc_message_comes_from_extended_info_first() {
+        let body = serde_json::json!({"error": {"code": "Base.1.0.GeneralError", "message": "general",
+            "@Message.ExtendedInfo": [{"Message": "The value 'Bogus' is not allowed."},
+                                      {"Message": "Try On."}]}});
+        assert_eq!(
+            bmc_message(&body).as_deref(),
+            Some("The value 'Bogus' is not allowed.; Try On.")
+        );
+        let plain = serde_json::json!({"error": {"message": "Missing ImageURI"}});
+        assert_eq!(bmc_message(&plain).as_deref(), Some("Missing ImageURI"));
+        assert_eq!(bmc_message(&Value::Null), None);
+    }
+}

@@ -1,0 +1,305 @@
+//! Compute trays, NVSwitch trays (and power shelves: a PMC is a BMC) driven directly through
+//! their BMC's Redfish API. A device's BMC is its host BMC's IP address; the system, chassis
+//! and manager it acts on are discovered from the service root and cached per BMC.
+
+pub mod catalog;
+mod firmware;
+mod observe;
+mod power;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::clients::redfish::{Bmc, RedfishClient, RedfishError, normal_mac};
+use crate::components::{Device, DeviceError, FirmwareRequest, Preflight, Registration};
+
+pub use catalog::Catalog;
+
+/// The resources of one BMC that Flow acts on, by their `@odata.id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resources {
+    pub system: String,
+    pub chassis: Option<String>,
+    pub manager: Option<String>,
+    pub update_service: Option<String>,
+}
+
+/// A firmware update in flight on one device: what to follow and what to expect.
+#[derive(Debug, Clone)]
+struct Update {
+    task: Option<String>,
+    version: String,
+}
+
+/// The `redfish` provider.
+#[derive(Debug)]
+pub struct RedfishManager {
+    client: Arc<RedfishClient>,
+    catalog: Catalog,
+    resources: Mutex<HashMap<String, Resources>>,
+    updates: Mutex<HashMap<uuid::Uuid, Update>>,
+}
+
+impl From<RedfishError> for DeviceError {
+    fn from(e: RedfishError) -> Self {
+        match e {
+            RedfishError::Unreachable(m) => Self::Unreachable(m),
+            RedfishError::Refused(m) | RedfishError::Credentials(m) => Self::Rejected(m),
+        }
+    }
+}
+
+/// The device's BMC address, or why it has none.
+fn bmc_ip(device: &Device) -> Result<&str, DeviceError> {
+    device
+        .bmc_ip
+        .as_deref()
+        .map(str::trim)
+        .filter(|ip| !ip.is_empty())
+        .ok_or_else(|| {
+            DeviceError::Unsupported(format!(
+                "{} {} has no BMC IP address for Redfish",
+                device.kind, device.name
+            ))
+        })
+}
+
+fn odata_id(value: &Value) -> Option<String> {
+    value
+        .get("@odata.id")
+        .and_then(Value::as_str)
+        .map(String::from)
+}
+
+fn first_link(value: &Value, pointer: &str) -> Option<String> {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(odata_id)
+}
+
+fn members(collection: &Value) -> Vec<String> {
+    collection
+        .get("Members")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(odata_id).collect())
+        .unwrap_or_default()
+}
+
+/// Prefixes a BMC error with the device it was about, keeping its kind.
+fn about(device: &Device, e: RedfishError) -> DeviceError {
+    let named = |m: String| format!("{} {}: {m}", device.kind, device.name);
+    match e {
+        RedfishError::Unreachable(m) => DeviceError::Unreachable(named(m)),
+        RedfishError::Refused(m) | RedfishError::Credentials(m) => DeviceError::Rejected(named(m)),
+    }
+}
+
+impl RedfishManager {
+    pub fn new(client: Arc<RedfishClient>, catalog: Catalog) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            catalog,
+            resources: Mutex::new(HashMap::new()),
+            updates: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The login source, to re-read on SIGHUP.
+    pub fn credentials(&self) -> &Arc<crate::clients::redfish::Credentials> {
+        self.client.credentials()
+    }
+
+    fn bmc<'a>(device: &'a Device) -> Result<Bmc<'a>, DeviceError> {
+        Ok(Bmc {
+            ip: bmc_ip(device)?,
+            mac: device.bmc_mac.as_deref(),
+            manufacturer: &device.manufacturer,
+        })
+    }
+
+    async fn get(&self, device: &Device, path: &str) -> Result<Value, DeviceError> {
+        let bmc = Self::bmc(device)?;
+        self.client.get(bmc, path).await.map_err(|e| {
+            // A resource that vanished (the BMC was replaced or re-flashed) is looked up afresh
+            // next time instead of being asked for forever.
+            if matches!(&e, RedfishError::Refused(m) if m.contains("HTTP 404"))
+                && let Ok(mut cache) = self.resources.lock()
+            {
+                cache.remove(bmc.ip);
+            }
+            about(device, e)
+        })
+    }
+
+    async fn post(
+        &self,
+        device: &Device,
+        path: &str,
+        body: &Value,
+    ) -> Result<crate::clients::redfish::Reply, DeviceError> {
+        self.client
+            .post(Self::bmc(device)?, path, body)
+            .await
+            .map_err(|e| about(device, e))
+    }
+
+    /// The device's resources: cached per BMC, else discovered from the service root.
+    async fn resources(&self, device: &Device) -> Result<Resources, DeviceError> {
+        let ip = bmc_ip(device)?.to_string();
+        if let Some(found) = self.resources.lock().ok().and_then(|r| r.get(&ip).cloned()) {
+            return Ok(found);
+        }
+        let found = self.discover(device).await?;
+        if let Ok(mut cache) = self.resources.lock() {
+            cache.insert(ip, found.clone());
+        }
+        Ok(found)
+    }
+
+    /// Walks root → Systems: the only member, else the one whose serial number or a NIC MAC
+    /// matches the inventory; its chassis and manager come from its links.
+    async fn discover(&self, device: &Device) -> Result<Resources, DeviceError> {
+        let root = self.get(device, "/redfish/v1/").await?;
+        let systems_path = root
+            .pointer("/Systems/@odata.id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                DeviceError::Rejected(format!(
+                    "{} {}: the BMC's service root lists no Systems",
+                    device.kind, device.name
+                ))
+            })?;
+        let candidates = members(&self.get(device, systems_path).await?);
+        let (system_path, system) = match candidates.as_slice() {
+            [] => {
+                return Err(DeviceError::Rejected(format!(
+                    "{} {}: the BMC has no system",
+                    device.kind, device.name
+                )));
+            }
+            [only] => (only.clone(), self.get(device, only).await?),
+            many => self.matching_system(device, many).await?,
+        };
+        Ok(Resources {
+            chassis: first_link(&system, "/Links/Chassis"),
+            manager: first_link(&system, "/Links/ManagedBy"),
+            update_service: root
+                .pointer("/UpdateService/@odata.id")
+                .and_then(Value::as_str)
+                .map(String::from),
+            system: system_path,
+        })
+    }
+
+    async fn matching_system(
+        &self,
+        device: &Device,
+        candidates: &[String],
+    ) -> Result<(String, Value), DeviceError> {
+        let want_mac = device.bmc_mac.as_deref().map(normal_mac);
+        for path in candidates {
+            let system = self.get(device, path).await?;
+            let serial = system.get("SerialNumber").and_then(Value::as_str);
+            if serial.is_some_and(|s| s.trim().eq_ignore_ascii_case(device.serial_number.trim())) {
+                return Ok((path.clone(), system));
+            }
+            if let Some(want) = &want_mac
+                && self
+                    .macs(device, &system)
+                    .await
+                    .unwrap_or_default()
+                    .contains(want)
+            {
+                return Ok((path.clone(), system));
+            }
+        }
+        Err(DeviceError::Rejected(format!(
+            "{} {}: none of the BMC's {} systems has serial number {} or its MAC",
+            device.kind,
+            device.name,
+            candidates.len(),
+            device.serial_number
+        )))
+    }
+
+    /// The MACs of a system's Ethernet interfaces, normalised.
+    async fn macs(&self, device: &Device, system: &Value) -> Result<Vec<String>, DeviceError> {
+        let Some(path) = system
+            .pointer("/EthernetInterfaces/@odata.id")
+            .and_then(Value::as_str)
+        else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for nic in members(&self.get(device, path).await?) {
+            let nic = self.get(device, &nic).await?;
+            for key in ["MACAddress", "PermanentMACAddress"] {
+                if let Some(mac) = nic.get(key).and_then(Value::as_str) {
+                    let mac = normal_mac(mac);
+                    if !mac.is_empty() && !out.contains(&mac) {
+                        out.push(mac);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Preflight for RedfishManager {
+    fn device_gap(&self, device: &Device) -> Option<String> {
+        bmc_ip(device).err().map(|_| {
+            format!(
+                "{} {} has no BMC IP address (redfish needs its host BMC's ip_address)",
+                device.kind, device.name
+            )
+        })
+    }
+
+    fn firmware_gap(&self, device: &Device, request: &FirmwareRequest) -> Option<String> {
+        match request.target_version.as_deref() {
+            None => Some(format!(
+                "{} {}: redfish firmware updates need a target version",
+                device.kind, device.name
+            )),
+            Some(version) => self
+                .catalog
+                .find(device.kind, device.model.as_deref(), version)
+                .is_none()
+                .then(|| {
+                    format!(
+                        "{} {}: version {version} is not in FLOW_FIRMWARE_CATALOG for {}{}",
+                        device.kind,
+                        device.name,
+                        device.kind,
+                        device
+                            .model
+                            .as_deref()
+                            .map(|m| format!(" model {m}"))
+                            .unwrap_or_default()
+                    )
+                }),
+        }
+    }
+}
+
+#[async_trait]
+impl Registration for RedfishManager {
+    /// Ingest: reach the BMC, read the system's identity (its UUID, else its Id) and hand it
+    /// back as the component's external id.
+    async fn register(&self, device: &Device) -> Result<Option<String>, DeviceError> {
+        let resources = self.resources(device).await?;
+        let system = self.get(device, &resources.system).await?;
+        let id = ["UUID", "Id"]
+            .iter()
+            .find_map(|k| system.get(*k).and_then(Value::as_str))
+            .map(String::from)
+            .unwrap_or(resources.system);
+        Ok(Some(id))
+    }
+}

@@ -1,0 +1,107 @@
+//! What BMCs report: serial number, model, power state, firmware version and MACs, one BMC at a
+//! time (a bounded number at once), for validation and the drift sync. A BMC that does not
+//! answer makes its device unreachable, never missing.
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::RedfishManager;
+use super::power::power_state;
+use crate::clients::redfish::normal_mac;
+use crate::components::{Device, DeviceError, Inventory, InventoryReport, Observation};
+use crate::inventory::model::ComponentType;
+
+/// BMCs asked at once during one report (each also bounded per BMC by the client).
+const CONCURRENT_BMCS: usize = 16;
+
+fn text(value: &Value, key: &str) -> Option<String> {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+}
+
+impl RedfishManager {
+    async fn observe_one(&self, device: &Device) -> Result<Observation, DeviceError> {
+        let resources = self.resources(device).await?;
+        let system = self.get(device, &resources.system).await?;
+        let mut serial = text(&system, "SerialNumber");
+        let mut model = text(&system, "Model");
+        if (serial.is_none() || model.is_none())
+            && let Some(path) = &resources.chassis
+            && let Ok(chassis) = self.get(device, path).await
+        {
+            serial = serial.or_else(|| text(&chassis, "SerialNumber"));
+            model = model.or_else(|| text(&chassis, "Model"));
+        }
+        let mut macs = Vec::new();
+        if let Some(path) = &resources.manager
+            && let Ok(manager) = self.get(device, path).await
+        {
+            macs.extend(self.macs(device, &manager).await.unwrap_or_default());
+        }
+        for mac in self.macs(device, &system).await.unwrap_or_default() {
+            if !macs.contains(&mac) {
+                macs.push(mac);
+            }
+        }
+        let external_id = text(&system, "UUID").or_else(|| text(&system, "Id"));
+        Ok(Observation {
+            address: super::bmc_ip(device)?.to_string(),
+            external_id,
+            serial_number: serial,
+            model,
+            firmware_version: text(&system, "BiosVersion"),
+            power: Some(power_state(&system)),
+            macs: macs.into_iter().map(|m| normal_mac(&m)).collect(),
+        })
+    }
+}
+
+#[async_trait]
+impl Inventory for RedfishManager {
+    /// Each device's own BMC is asked; BMCs cannot list devices Flow does not know, so
+    /// `everything` adds nothing.
+    async fn observe(
+        &self,
+        _kind: ComponentType,
+        devices: &[Device],
+        _everything: bool,
+    ) -> Result<InventoryReport, DeviceError> {
+        type One<'a> = std::pin::Pin<
+            Box<dyn Future<Output = (uuid::Uuid, Result<Observation, DeviceError>)> + Send + 'a>,
+        >;
+        // Boxed so the stream's item type names no closure lifetime (async-trait needs Send).
+        let calls: Vec<One<'_>> = devices
+            .iter()
+            .map(|d| -> One<'_> {
+                Box::pin(async move { (d.component_id, self.observe_one(d).await) })
+            })
+            .collect();
+        let results: Vec<(uuid::Uuid, Result<Observation, DeviceError>)> =
+            futures::stream::iter(calls)
+                .buffer_unordered(CONCURRENT_BMCS)
+                .collect()
+                .await;
+        let mut report = InventoryReport::default();
+        for (id, result) in results {
+            match result {
+                Ok(seen) => {
+                    report.seen.insert(id, seen);
+                }
+                // A BMC that refused (credentials, no such system) is not "missing" either.
+                Err(e) => {
+                    report.failed.insert(id, e);
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    fn address(&self, device: &Device) -> Option<String> {
+        super::bmc_ip(device).ok().map(String::from)
+    }
+}
