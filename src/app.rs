@@ -5,6 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::DatabaseConnection;
 
+use crate::auth::Authenticator;
 use crate::components::registry::Registry;
 use crate::config::Config;
 use crate::drift::observe::Observer;
@@ -42,6 +43,8 @@ pub struct AppInner {
     pub observer: Observer,
     /// Lookups by serial, coalesced under load.
     pub lookups: SerialLookups,
+    /// Checks bearer credentials per `FLOW_AUTH`.
+    pub auth: Authenticator,
 }
 
 impl AppState {
@@ -75,6 +78,7 @@ impl AppState {
             std::time::Duration::from_secs(config.observe_timeout_secs),
         );
         Self(Arc::new(AppInner {
+            auth: Authenticator::new(&config, db.clone(), clock.clone()),
             lookups: SerialLookups::new(db.clone()),
             db,
             config,
@@ -87,6 +91,11 @@ impl AppState {
     /// Asks the component managers what they see.
     pub fn observer(&self) -> &Observer {
         &self.0.observer
+    }
+
+    /// Checks bearer credentials.
+    pub fn authenticator(&self) -> &Authenticator {
+        &self.0.auth
     }
 
     /// Lookups by serial (coalesced on PostgreSQL).
