@@ -12,6 +12,8 @@ use crate::support::ops::Ops;
 /// `schedule:<name>` on its run and the tasks it creates.
 async fn submissions_and_schedule_fires_name_who_acted(ops: Ops) {
     ops.app.create_rack(&gb200_rack(1, 1)).await;
+    // The schedule's own rack: rack 1 is busy with the submission above.
+    ops.app.create_rack(&gb200_rack(2, 1)).await;
     let submitted = ops
         .app
         .post(
@@ -38,7 +40,7 @@ async fn submissions_and_schedule_fires_name_who_acted(ops: Ops) {
         .post(
             "/v1/task-schedules",
             &json!({"name": "nightly-on", "spec": {"type": "interval", "spec": "1h"},
-                "operation": {"kind": "power_on"}, "target_spec": {"racks": [{"name": "rack-0001"}]}}),
+                "operation": {"kind": "power_on"}, "target_spec": {"racks": [{"name": "rack-0002"}]}}),
         )
         .await;
     assert_eq!(schedule.status, 201, "{}", schedule.text);
