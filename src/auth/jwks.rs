@@ -211,3 +211,37 @@ impl KeySource {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_signing_keys_of_supported_algorithms_are_kept() {
+        let x = URL_SAFE_NO_PAD.encode([7u8; 32]);
+        let text = serde_json::json!({"keys": [
+            {"kty": "OKP", "crv": "Ed25519", "kid": "ed", "x": x},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "enc", "use": "enc", "x": x},
+            {"kty": "oct", "kid": "hmac", "k": x},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "wrong-alg", "alg": "RS256", "x": x},
+            {"kty": "EC", "crv": "P-384", "kid": "p384", "x": x, "y": x},
+            {"kty": "RSA", "kid": "rsa", "n": x, "e": "AQAB"},
+        ]})
+        .to_string();
+        let set = KeySet::parse(&text).unwrap();
+        assert_eq!(set.find(Some("ed"), "EdDSA").map(Key::alg), Some("EdDSA"));
+        assert!(
+            set.find(Some("ed"), "ES256").is_none(),
+            "a key verifies one algorithm"
+        );
+        for kid in ["enc", "hmac", "wrong-alg", "p384"] {
+            assert!(set.find(Some(kid), "EdDSA").is_none(), "{kid}");
+        }
+        assert_eq!(set.find(Some("rsa"), "RS256").map(Key::alg), Some("RS256"));
+        assert!(
+            set.find(None, "RS256").is_some(),
+            "the only RS256 key, without a kid"
+        );
+        assert!(KeySet::parse("{}").is_err());
+    }
+}

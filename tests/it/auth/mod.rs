@@ -7,6 +7,7 @@ mod cli;
 mod credentials;
 mod matrix;
 mod openapi;
+mod retention;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
