@@ -221,7 +221,31 @@ async fn a_token_only_deployment_refuses_jwts(backend: Backend) {
     app.db.cleanup().run().await;
 }
 
+async fn keys_can_come_from_a_jwks_file(backend: Backend) {
+    let key = TestKey::eddsa("file-key");
+    let path = std::env::temp_dir().join(format!("flow-jwks-{}.json", uuid::Uuid::new_v4()));
+    std::fs::write(&path, json!({"keys": [key.jwk()]}).to_string()).unwrap();
+    let config = flow::config::Config {
+        auth: "jwt".into(),
+        jwt_jwks_file: path.display().to_string(),
+        jwt_issuer: super::ISSUER.into(),
+        jwt_audience: super::AUDIENCE.into(),
+        ..flow::config::Config::default()
+    };
+    let app = TestApp::with_config(backend, config).await;
+    let r = get_racks(&app, &key.sign(&claims("f", &["viewer"]))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let stranger = TestKey::eddsa("other");
+    assert_invalid(
+        &get_racks(&app, &stranger.sign(&claims("f", &["viewer"]))).await,
+        "not in the file",
+    );
+    std::fs::remove_file(&path).unwrap();
+    app.db.cleanup().run().await;
+}
+
 crate::on_both_secured!(
+    keys_can_come_from_a_jwks_file,
     forged_expired_and_misaddressed_jwts_are_refused,
     a_rotated_key_is_fetched_once_and_made_up_key_ids_do_not_hammer_the_idp,
     api_tokens_work_until_revoked_and_unknown_or_revoked_ones_look_the_same,
