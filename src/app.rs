@@ -7,6 +7,7 @@ use chrono::{DateTime, SubsecRound, Utc};
 use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
 
+use crate::auth::Authenticator;
 use crate::components::registry::Registry;
 use crate::config::Config;
 use crate::drift::observe::Observer;
@@ -80,6 +81,8 @@ pub struct AppInner {
     pub draining: watch::Sender<bool>,
     /// This process's worker, if it runs one.
     pub worker: WorkerStatus,
+    /// Checks bearer credentials per `FLOW_AUTH`.
+    pub auth: Authenticator,
 }
 
 impl AppState {
@@ -113,6 +116,7 @@ impl AppState {
             std::time::Duration::from_secs(config.observe_timeout_secs),
         );
         Self(Arc::new(AppInner {
+            auth: Authenticator::new(&config, db.clone(), clock.clone()),
             lookups: SerialLookups::new(db.clone()),
             db,
             config,
@@ -127,6 +131,11 @@ impl AppState {
     /// Asks the component managers what they see.
     pub fn observer(&self) -> &Observer {
         &self.0.observer
+    }
+
+    /// Checks bearer credentials.
+    pub fn authenticator(&self) -> &Authenticator {
+        &self.0.auth
     }
 
     /// Lookups by serial (coalesced on PostgreSQL).

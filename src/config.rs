@@ -48,6 +48,15 @@ pub const ENV_VARS: &[&str] = &[
     "FLOW_REDFISH_TIMEOUT_SECS",
     "FLOW_REDFISH_MAX_INFLIGHT_PER_BMC",
     "FLOW_FIRMWARE_CATALOG",
+    "FLOW_AUTH",
+    "FLOW_JWT_JWKS_URL",
+    "FLOW_JWT_JWKS_FILE",
+    "FLOW_JWT_ISSUER",
+    "FLOW_JWT_AUDIENCE",
+    "FLOW_JWT_ROLES_CLAIM",
+    "FLOW_JWT_ROLE_MAP",
+    "FLOW_METRICS_PUBLIC",
+    "FLOW_AUDIT_RETENTION_DAYS",
 ];
 
 /// The original service's variable names, still accepted for operators moving over.
@@ -129,6 +138,26 @@ pub struct Config {
     pub redfish_max_inflight_per_bmc: usize,
     /// TOML file: component type + optional model + version -> image URI (+ checksum).
     pub firmware_catalog: Option<String>,
+    /// Accepted credentials: `jwt`, `token`, `jwt,token` or `none`; empty = unset, which
+    /// `flow serve` and `flow worker` refuse.
+    pub auth: String,
+    /// The identity provider's key set, fetched (and refetched on an unknown key id)...
+    pub jwt_jwks_url: String,
+    /// ...or read from a file.
+    pub jwt_jwks_file: String,
+    /// Required `iss` of JWTs.
+    pub jwt_issuer: String,
+    /// Required `aud` of JWTs.
+    pub jwt_audience: String,
+    /// The claim holding the caller's groups or roles (a list or a space-separated string;
+    /// dots reach into nested objects).
+    pub jwt_roles_claim: String,
+    /// Claim value to Flow role, e.g. `dc-admins=admin,noc=operator`; empty = values are role names.
+    pub jwt_role_map: String,
+    /// Whether `/metrics` answers without credentials.
+    pub metrics_public: bool,
+    /// Audit entries older than this many days are deleted.
+    pub audit_retention_days: u64,
 }
 
 impl Default for Config {
@@ -172,6 +201,15 @@ impl Default for Config {
             redfish_timeout_secs: 30,
             redfish_max_inflight_per_bmc: 2,
             firmware_catalog: None,
+            auth: String::new(),
+            jwt_jwks_url: String::new(),
+            jwt_jwks_file: String::new(),
+            jwt_issuer: String::new(),
+            jwt_audience: String::new(),
+            jwt_roles_claim: "roles".into(),
+            jwt_role_map: String::new(),
+            metrics_public: true,
+            audit_retention_days: 365,
         }
     }
 }
@@ -223,6 +261,15 @@ impl fmt::Debug for Config {
                 &self.redfish_max_inflight_per_bmc,
             )
             .field("firmware_catalog", &self.firmware_catalog)
+            .field("auth", &self.auth)
+            .field("jwt_jwks_url", &redact_url(&self.jwt_jwks_url))
+            .field("jwt_jwks_file", &self.jwt_jwks_file)
+            .field("jwt_issuer", &self.jwt_issuer)
+            .field("jwt_audience", &self.jwt_audience)
+            .field("jwt_roles_claim", &self.jwt_roles_claim)
+            .field("jwt_role_map", &self.jwt_role_map)
+            .field("metrics_public", &self.metrics_public)
+            .field("audit_retention_days", &self.audit_retention_days)
             .finish()
     }
 }
@@ -340,7 +387,92 @@ impl Config {
                 *field = v.clone();
             }
         }
-        self.apply_component_env(env)
+        self.apply_component_env(env)?;
+        self.apply_auth_env(env)
+    }
+
+    /// Authentication and audit settings.
+    fn apply_auth_env(&mut self, env: &HashMap<String, String>) -> Result<(), ConfigError> {
+        let get = |k: &str| env.get(k).filter(|v| !v.is_empty());
+        for (key, field) in [
+            ("FLOW_AUTH", &mut self.auth),
+            ("FLOW_JWT_JWKS_URL", &mut self.jwt_jwks_url),
+            ("FLOW_JWT_JWKS_FILE", &mut self.jwt_jwks_file),
+            ("FLOW_JWT_ISSUER", &mut self.jwt_issuer),
+            ("FLOW_JWT_AUDIENCE", &mut self.jwt_audience),
+            ("FLOW_JWT_ROLES_CLAIM", &mut self.jwt_roles_claim),
+            ("FLOW_JWT_ROLE_MAP", &mut self.jwt_role_map),
+        ] {
+            if let Some(v) = get(key) {
+                *field = v.trim().to_string();
+            }
+        }
+        if let Some(v) = get("FLOW_METRICS_PUBLIC") {
+            self.metrics_public = parse("FLOW_METRICS_PUBLIC", v)?;
+        }
+        if let Some(v) = get("FLOW_AUDIT_RETENTION_DAYS") {
+            self.audit_retention_days = parse("FLOW_AUDIT_RETENTION_DAYS", v)?;
+        }
+        Ok(())
+    }
+
+    /// The parsed `FLOW_AUTH`, or `None` while it is unset.
+    pub fn auth_modes(&self) -> Option<crate::auth::Modes> {
+        crate::auth::Modes::parse(&self.auth).filter(|_| !self.auth.is_empty())
+    }
+
+    /// `FLOW_AUTH` and what its modes need, checked together.
+    fn validate_auth(&self) -> Result<(), ConfigError> {
+        if !(1..=36_500).contains(&self.audit_retention_days) {
+            return Err(ConfigError(format!(
+                "FLOW_AUDIT_RETENTION_DAYS must be between 1 and 36500, not {}",
+                self.audit_retention_days
+            )));
+        }
+        if self.auth.is_empty() {
+            return Ok(());
+        }
+        let modes = self.auth_modes().ok_or_else(|| {
+            ConfigError(format!(
+                "FLOW_AUTH must be jwt, token, jwt,token or none, not {:?}",
+                self.auth
+            ))
+        })?;
+        if modes.jwt {
+            match (self.jwt_jwks_url.is_empty(), self.jwt_jwks_file.is_empty()) {
+                (true, true) => {
+                    return Err(ConfigError(
+                        "FLOW_AUTH=jwt needs FLOW_JWT_JWKS_URL or FLOW_JWT_JWKS_FILE".into(),
+                    ));
+                }
+                (false, false) => {
+                    return Err(ConfigError(
+                        "set only one of FLOW_JWT_JWKS_URL and FLOW_JWT_JWKS_FILE".into(),
+                    ));
+                }
+                _ => {}
+            }
+            let url = &self.jwt_jwks_url;
+            let web = url.starts_with("https://") || url.starts_with("http://");
+            if !url.is_empty() && !web {
+                return Err(ConfigError(format!(
+                    "FLOW_JWT_JWKS_URL must be an http(s) URL, not {:?}",
+                    self.jwt_jwks_url
+                )));
+            }
+            for (key, value) in [
+                ("FLOW_JWT_ISSUER", &self.jwt_issuer),
+                ("FLOW_JWT_AUDIENCE", &self.jwt_audience),
+                ("FLOW_JWT_ROLES_CLAIM", &self.jwt_roles_claim),
+            ] {
+                if value.is_empty() {
+                    return Err(ConfigError(format!("FLOW_AUTH=jwt needs {key}")));
+                }
+            }
+            crate::auth::jwt::parse_role_map(&self.jwt_role_map)
+                .map_err(|e| ConfigError(format!("FLOW_JWT_ROLE_MAP: {e}")))?;
+        }
+        Ok(())
     }
 
     /// Component managers and the simulator. An empty `FLOW_COMPONENT_MANAGERS` is a value (no
@@ -462,6 +594,7 @@ impl Config {
             ));
         }
         self.validate_redfish()?;
+        self.validate_auth()?;
         if !(0.0..=1.0).contains(&self.sim_failure_rate) {
             return Err(ConfigError(format!(
                 "FLOW_SIM_FAILURE_RATE must be between 0 and 1, not {}",
@@ -747,6 +880,53 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!((c.drift_sync_interval_secs, c.observe_timeout_secs), (0, 3));
+    }
+
+    #[test]
+    fn auth_settings_are_checked_together_and_name_the_variable() {
+        let c = Config::load(&env(&[])).unwrap();
+        assert_eq!((c.auth_modes(), c.audit_retention_days), (None, 365));
+        let c = Config::load(&env(&[("FLOW_AUTH", "none")])).unwrap();
+        assert!(c.auth_modes().unwrap().is_none());
+        let c = Config::load(&env(&[
+            ("FLOW_AUTH", "jwt,token"),
+            ("FLOW_JWT_JWKS_URL", "https://idp.example/jwks"),
+            ("FLOW_JWT_ISSUER", "https://idp.example"),
+            ("FLOW_JWT_AUDIENCE", "flow"),
+            ("FLOW_JWT_ROLE_MAP", "dc-admins=admin,noc=operator"),
+        ]))
+        .unwrap();
+        let modes = c.auth_modes().unwrap();
+        assert!(modes.jwt && modes.token);
+        for (pairs, key) in [
+            (vec![("FLOW_AUTH", "basic")], "FLOW_AUTH"),
+            (vec![("FLOW_AUTH", "jwt")], "FLOW_JWT_JWKS_URL"),
+            (
+                vec![
+                    ("FLOW_AUTH", "jwt"),
+                    ("FLOW_JWT_JWKS_FILE", "/k.json"),
+                    ("FLOW_JWT_ISSUER", "i"),
+                ],
+                "FLOW_JWT_AUDIENCE",
+            ),
+            (
+                vec![
+                    ("FLOW_AUTH", "jwt"),
+                    ("FLOW_JWT_JWKS_FILE", "/k.json"),
+                    ("FLOW_JWT_ISSUER", "i"),
+                    ("FLOW_JWT_AUDIENCE", "a"),
+                    ("FLOW_JWT_ROLE_MAP", "noc=root"),
+                ],
+                "FLOW_JWT_ROLE_MAP",
+            ),
+            (
+                vec![("FLOW_AUDIT_RETENTION_DAYS", "0")],
+                "FLOW_AUDIT_RETENTION_DAYS",
+            ),
+        ] {
+            let err = Config::load(&env(&pairs)).unwrap_err();
+            assert!(err.to_string().contains(key), "{pairs:?}: {err}");
+        }
     }
 
     #[test]

@@ -56,6 +56,10 @@ pub fn apply_defaults(config: &mut Config, env: &HashMap<String, String>) {
     if unset("FLOW_DEV_MODE") && config.dev_mode == default.dev_mode {
         config.dev_mode = true;
     }
+    // One command to run locally: no identity provider or token to set up first.
+    if unset("FLOW_AUTH") && config.auth.is_empty() {
+        config.auth = "none".into();
+    }
     if unset("FLOW_SIM_LATENCY_MS") && config.sim_latency_ms == default.sim_latency_ms {
         config.sim_latency_ms = DEV_SIM_LATENCY_MS;
     }
@@ -179,6 +183,14 @@ async fn healthy(addr: SocketAddr) -> bool {
     matches!(status, Ok(Ok(status)) if status.success())
 }
 
+/// How the banner describes `FLOW_AUTH`.
+fn auth_line(config: &Config) -> String {
+    match config.auth_modes() {
+        Some(modes) if !modes.is_none() => format!("FLOW_AUTH={}", config.auth),
+        _ => "none — every request is accepted without credentials (local use only)".into(),
+    }
+}
+
 fn banner(config: &Config, started: bool) -> String {
     let listen = config.listen;
     let host = match listen.ip().is_unspecified() {
@@ -195,7 +207,8 @@ fn banner(config: &Config, started: bool) -> String {
         format!("  Swagger UI  http://{host}/swagger-ui/"),
         format!("  Database    {}", redact_url(&config.database_url)),
         format!("  Devices     {}", config.component_managers),
-        format!("  Temporal    {} — {temporal}\n", config.temporal_address),
+        format!("  Temporal    {} — {temporal}", config.temporal_address),
+        format!("  Auth        {}\n", auth_line(config)),
     ]
     .join("\n")
 }
@@ -308,6 +321,8 @@ mod tests {
         assert_eq!((c.sim_latency_ms, c.sim_firmware_secs), (300, 10));
         assert_eq!(c.database_url, "sqlite://flow.db?mode=rwc");
         assert_eq!(c.temporal_address, "http://localhost:7233");
+        assert_eq!(c.auth, "none");
+        assert!(banner(&c, true).contains("Auth        none"));
     }
 
     #[test]

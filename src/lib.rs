@@ -11,12 +11,16 @@
 //!   periodic drift sync).
 //! - [`error`] is the one domain error type.
 //! - [`rules`] holds operation rules: stored, default and built-in stage sequences.
+//! - [`auth`] resolves bearer credentials (OIDC JWTs, API tokens) to identities and roles;
+//!   [`audit`] records who changed what, in the transaction of the change.
 
 // The OpenAPI examples are large `json!` literals.
 #![recursion_limit = "256"]
 
 pub mod api;
 pub mod app;
+pub mod audit;
+pub mod auth;
 pub mod bench;
 pub mod cli;
 pub mod clients;

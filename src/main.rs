@@ -5,6 +5,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser, Subcommand};
+use flow::cli::tokens::TokenCommand;
 use flow::config::Config;
 use flow::service::{self, Roles};
 use flow::{api, db, dev, telemetry};
@@ -80,6 +81,19 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // Client commands only talk HTTP: the server's configuration is neither needed nor checked.
     if let Command::Client(command) = &cli.command {
+        if let flow::cli::ClientCommand::Token {
+            command:
+                TokenCommand::Create {
+                    name,
+                    role,
+                    expires,
+                },
+        } = command.as_ref()
+            && cli.client.token.as_deref().is_none_or(str::is_empty)
+            && std::env::var("FLOW_DATABASE_URL").is_ok_and(|v| !v.is_empty())
+        {
+            return create_token_in_database(name, role, expires.as_deref()).await;
+        }
         std::process::exit(flow::cli::run(&cli.client, command, Cli::command).await);
     }
     let mut config = Config::from_env()?;
@@ -145,11 +159,65 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn run(config: Config, roles: Roles) -> anyhow::Result<()> {
+    let Some(modes) = config.auth_modes() else {
+        anyhow::bail!(
+            "FLOW_AUTH is not set. Choose who may call the API: FLOW_AUTH=jwt (OIDC bearer tokens; \
+also set FLOW_JWT_JWKS_URL or FLOW_JWT_JWKS_FILE, FLOW_JWT_ISSUER and FLOW_JWT_AUDIENCE), \
+FLOW_AUTH=token (API tokens from `flow token create`), FLOW_AUTH=jwt,token (both), or \
+FLOW_AUTH=none to accept every request without credentials (local use only)"
+        );
+    };
     telemetry::init(&config.log, &config.log_format);
+    if modes.is_none() {
+        tracing::warn!(
+            "FLOW_AUTH=none: every request is accepted without credentials and audited as `anonymous`"
+        );
+    }
     tracing::info!(?config, ?roles, "starting flow");
     service::run(config, roles, shutdown_signal())
         .await
         .context("flow stopped")
+}
+
+/// `flow token create` straight on the database: how the first admin token comes to exist.
+/// Audited as `local:<user>`, in the transaction that stores the token.
+async fn create_token_in_database(
+    name: &str,
+    role: &str,
+    expires: Option<&str>,
+) -> anyhow::Result<()> {
+    use flow::auth::tokens::{self, NewToken};
+    let config = Config::from_env()?;
+    let role = flow::auth::Role::parse(role)
+        .context("--role must be viewer, operator, editor or admin")?;
+    let expires_in = match expires {
+        Some(text) => {
+            Some(tokens::parse_lifetime(text).context("--expires must look like 90d, 12h or 30m")?)
+        }
+        None => None,
+    };
+    let conn = db::connect(&db::DbOptions::new(&config.database_url)).await?;
+    db::migrate(&conn).await?;
+    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+    let actor = format!("local:{user}");
+    let identity = flow::auth::Identity::new(actor.clone(), vec![flow::auth::Role::Admin]);
+    let context = std::sync::Arc::new(flow::audit::Context::new(
+        &identity,
+        Some("admin"),
+        "CLI",
+        "flow token create",
+        None,
+    ));
+    let new = NewToken {
+        name: name.to_string(),
+        role,
+        expires_in,
+    };
+    let now = chrono::Utc::now();
+    let created = flow::audit::scope(context, tokens::create(&conn, &new, &actor, now)).await?;
+    let doc = serde_json::to_value(api::tokens::TokenDoc::from(created.token))?;
+    flow::cli::tokens::print_created(&doc, &created.secret);
+    Ok(())
 }
 
 async fn shutdown_signal() {

@@ -99,6 +99,7 @@ pub async fn run(
         state.task_service(),
         holder.clone(),
         RECONCILE_INTERVAL,
+        config.audit_retention_days,
     ));
     let drift = start_drift_sync(&config, &state, registry.clone(), &holder);
     // Every worker process dispatches schedules; the claim in the database makes each fire

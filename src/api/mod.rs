@@ -1,5 +1,7 @@
 //! The HTTP layer: routes, middleware, OpenAPI document and Swagger UI. Only this module knows HTTP.
 
+pub mod access;
+pub mod audit;
 pub mod components;
 pub mod extract;
 pub mod nvl_domains;
@@ -12,6 +14,7 @@ pub mod schedules;
 pub mod schema;
 pub mod system;
 pub mod tasks;
+pub mod tokens;
 pub mod validation;
 
 use std::time::Duration;
@@ -44,19 +47,32 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(validation::routes())
         .merge(schedules::routes())
         .merge(system::routes())
+        .merge(tokens::routes())
+        .merge(audit::routes())
+}
+
+/// The routes and the document, with the access table's security applied to the document.
+fn parts() -> (axum::Router<AppState>, utoipa::openapi::OpenApi) {
+    let (routes, mut doc) = api_router().split_for_parts();
+    openapi::secure(&mut doc);
+    (routes, doc)
 }
 
 /// The OpenAPI document, exactly as `/openapi.json` serves it.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    api_router().split_for_parts().1
+    parts().1
 }
 
 /// The complete HTTP application: routes, Swagger UI, and the middleware stack.
 pub fn router(state: AppState) -> Router {
     let config = state.config().clone();
-    let (routes, doc) = api_router().split_for_parts();
+    let (routes, doc) = parts();
     let request_id = axum::http::HeaderName::from_static("x-request-id");
     let mut app = routes
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            access::guard,
+        ))
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", doc))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -11,6 +11,7 @@ pub const RULES: &str = "operation-rules";
 pub const VALIDATION: &str = "validation";
 pub const SCHEDULES: &str = "task-schedules";
 pub const SYSTEM: &str = "system";
+pub const AUTH: &str = "auth";
 
 #[derive(OpenApi)]
 #[openapi(
@@ -18,7 +19,9 @@ pub const SYSTEM: &str = "system";
         title = "Flow",
         description = "Inventory of GPU datacenter racks (expected racks, components, BMCs, NVLink domains) \
 and rack-level operations on them. Errors are RFC 9457 `application/problem+json` documents with a stable \
-`code` and, for bad input, one `errors` entry per field. Lists are paged with `limit` and an opaque `cursor`.",
+`code` and, for bad input, one `errors` entry per field. Lists are paged with `limit` and an opaque `cursor`. \
+Every route but the probes and this document needs a bearer token (an OIDC JWT or a `flow_` API token); \
+each operation names the role it needs: `viewer`, `operator`, `editor` or `admin`.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     // Referenced only through the shared operation responses, so listed here to be emitted.
@@ -34,6 +37,85 @@ and rack-level operations on them. Errors are RFC 9457 `application/problem+json
         (name = VALIDATION, description = "Expected vs actual: live validation against the component managers, and the drift the periodic sync records"),
         (name = SCHEDULES, description = "Recurring and one-time operations on racks: timers, scope, runs and conflict advice"),
         (name = SYSTEM, description = "Version, liveness and readiness"),
+        (name = AUTH, description = "API tokens for automation and the audit log of every change (admin only)"),
     )
 )]
 pub struct ApiDoc;
+
+/// Adds what [`access::ROUTES`](super::access::ROUTES) decides to every operation: the
+/// `bearerAuth` scheme, `security` (empty on public routes), the role in the description, and the
+/// 401/403 answers. Done once over the finished document, so every route anyone adds is covered
+/// as soon as it has a line in the table.
+pub fn secure(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::Operation;
+    use utoipa::openapi::security::{
+        HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+    };
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+
+    let components = doc.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        "bearerAuth",
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .bearer_format("JWT")
+                .description(Some(
+                    "An OIDC access token from the configured identity provider, or a Flow API \
+token (`flow_…`, created with `flow token create` or `POST /v1/tokens`).",
+                ))
+                .build(),
+        ),
+    );
+    let problem = |text: &str| {
+        ResponseBuilder::new()
+            .description(text)
+            .content(
+                "application/problem+json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("Problem")))
+                    .build(),
+            )
+            .build()
+    };
+    let secure_op = |method: &str, path: &str, op: &mut Operation| {
+        let access = super::access::access_for(method, path);
+        let rule = access.and_then(super::access::describe);
+        let Some(rule) = rule else {
+            op.security = Some(Vec::new());
+            return;
+        };
+        op.security = Some(vec![SecurityRequirement::new(
+            "bearerAuth",
+            Vec::<String>::new(),
+        )]);
+        op.description = Some(match op.description.take() {
+            Some(text) if !text.is_empty() => format!("{text}\n\n{rule}"),
+            _ => rule.to_string(),
+        });
+        op.responses
+            .responses
+            .entry("401".into())
+            .or_insert_with(|| {
+                problem("Missing, invalid or expired credentials (`WWW-Authenticate: Bearer`)")
+                    .into()
+            });
+        op.responses
+            .responses
+            .entry("403".into())
+            .or_insert_with(|| problem("The caller lacks the role this route needs").into());
+    };
+    for (path, item) in doc.paths.paths.iter_mut() {
+        for (method, op) in [
+            ("GET", &mut item.get),
+            ("POST", &mut item.post),
+            ("PUT", &mut item.put),
+            ("PATCH", &mut item.patch),
+            ("DELETE", &mut item.delete),
+        ] {
+            if let Some(op) = op {
+                secure_op(method, path, op);
+            }
+        }
+    }
+}

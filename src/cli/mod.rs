@@ -12,6 +12,7 @@ pub mod racks;
 pub mod rules;
 pub mod schedules;
 pub mod tasks;
+pub mod tokens;
 pub mod watch;
 
 use clap::{Args, Subcommand};
@@ -82,6 +83,11 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: schedules::ScheduleCommand,
     },
+    /// API tokens for automation: create, list, revoke (admin).
+    Token {
+        #[command(subcommand)]
+        command: tokens::TokenCommand,
+    },
     /// Print a shell completion script (`source <(flow completions bash)`).
     Completions { shell: clap_complete::Shell },
 }
@@ -131,6 +137,7 @@ async fn dispatch(
         ClientCommand::Task { command } => tasks::run(client, format, command).await,
         ClientCommand::Rule { command } => rules::run(client, format, command).await,
         ClientCommand::Schedule { command } => schedules::run(client, format, command).await,
+        ClientCommand::Token { command } => tokens::run(client, format, command).await,
         ClientCommand::Completions { .. } => Ok(0),
     }
 }

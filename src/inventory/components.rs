@@ -184,6 +184,7 @@ pub async fn add(
         .copied()
         .ok_or_else(|| Error::Internal("no id for inserted component".into()))?;
     let component = get(&txn, id).await?;
+    crate::audit::row_changed::<components::Entity>(&txn, "component", id, None, now).await?;
     txn.commit().await?;
     Ok(component)
 }
@@ -343,6 +344,7 @@ pub async fn delete(
         .await?
         .ok_or_else(|| Error::not_found("component", id))?;
     check_revision("component", id, row.revision, expected_revision)?;
+    let audit_before = crate::audit::snapshot::<components::Entity>(&txn, id).await?;
     // Compare-and-set on the revision read above, so a concurrent patch or delete wins or loses
     // as a whole.
     let bumped = components::Entity::update_many()
@@ -361,6 +363,8 @@ pub async fn delete(
         ));
     }
     soft_delete_where(&txn, components::Column::Id.eq(id), now).await?;
+    crate::audit::row_changed::<components::Entity>(&txn, "component", id, audit_before, now)
+        .await?;
     txn.commit().await?;
     Ok(())
 }
@@ -410,7 +414,10 @@ pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
         .filter(bmcs::Column::ComponentId.eq(id))
         .exec(&txn)
         .await?;
+    let audit_before = crate::audit::snapshot::<components::Entity>(&txn, id).await?;
     components::Entity::delete_by_id(id).exec(&txn).await?;
+    let change = crate::audit::Change::new("component", id).before(audit_before);
+    crate::audit::record(&txn, change, chrono::Utc::now()).await?;
     txn.commit().await?;
     Ok(())
 }

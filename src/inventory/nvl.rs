@@ -100,6 +100,7 @@ pub async fn create(
         .exec_without_returning(db)
         .await
         .map_err(|e| super::uniqueness::on_unique(e, "the nvl domain"))?;
+    crate::audit::row_changed::<nvl_domains::Entity>(db, "nvl_domain", id, None, now).await?;
     Ok((
         NvlDomain {
             id,
@@ -136,6 +137,19 @@ pub async fn list(
 
 /// Attaches racks (by id or name) to a domain, all or nothing. Racks already in this domain are
 /// left as they are; a rack in another domain is a 409 naming it.
+/// [`create`] in a transaction of its own, so the domain and its audit entry commit together.
+pub async fn create_audited(
+    db: &DatabaseConnection,
+    id: Option<Uuid>,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<(NvlDomain, bool)> {
+    let txn = crate::db::begin_write(db).await?;
+    let created = create(&txn, id, name, now).await?;
+    txn.commit().await?;
+    Ok(created)
+}
+
 pub async fn attach(
     db: &DatabaseConnection,
     domain: &str,
@@ -174,8 +188,14 @@ pub async fn attach(
             errors: elsewhere,
         });
     }
+    let attached: Vec<Uuid> = to_attach.iter().map(|r| r.id).collect();
     for rack in to_attach {
         set_domain(&txn, rack, Some(domain.id), now).await?;
+    }
+    if !attached.is_empty() {
+        let doc = serde_json::json!({"attached_racks": attached});
+        let change = crate::audit::Change::new("nvl_domain", domain.id).after(Some(doc));
+        crate::audit::record(&txn, change, now).await?;
     }
     txn.commit().await?;
     Ok(domain)
@@ -193,7 +213,12 @@ pub async fn detach(
     let domain = get(&txn, domain).await?;
     let rack = racks::resolve(&txn, rack).await?;
     match rack.nvl_domain_id {
-        Some(d) if d == domain.id => set_domain(&txn, rack, None, now).await?,
+        Some(d) if d == domain.id => {
+            let doc = serde_json::json!({"attached_racks": [rack.id]});
+            let change = crate::audit::Change::new("nvl_domain", domain.id).before(Some(doc));
+            crate::audit::record(&txn, change, now).await?;
+            set_domain(&txn, rack, None, now).await?
+        }
         Some(other) => {
             return Err(Error::conflict(
                 "attached_elsewhere",

@@ -26,6 +26,7 @@ pub async fn patch(
         .await?
         .ok_or_else(|| Error::not_found("component", id))?;
     check_revision("component", id, row.revision, expected_revision)?;
+    let audit_before = crate::audit::snapshot::<components::Entity>(&txn, id).await?;
     if let Some(Some(rack_id)) = patch.rack_id {
         racks::find_live_row(&txn, rack_id)
             .await?
@@ -50,6 +51,8 @@ pub async fn patch(
         ensure_room(&txn, rack_id, "rack_id").await?;
     }
     let component = get(&txn, id).await?;
+    crate::audit::row_changed::<components::Entity>(&txn, "component", id, audit_before, now)
+        .await?;
     txn.commit().await?;
     Ok(component)
 }

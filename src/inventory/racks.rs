@@ -146,6 +146,7 @@ pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) 
     .map_err(|e| on_unique(e, "the rack"))?;
     let all: Vec<&NewComponent> = new.components.iter().collect();
     let ids = component_store::insert_all(&txn, Some(id), &all, now).await?;
+    crate::audit::row_changed::<racks::Entity>(&txn, "rack", id, None, now).await?;
     txn.commit().await?;
     // Everything stored is known here, so the answer is built rather than read back: reading
     // the rack, its components and their BMCs again tripled the round trips of an import.
@@ -267,6 +268,7 @@ pub async fn patch(
         .await?
         .ok_or_else(|| Error::not_found("rack", id))?;
     check_revision("rack", id, row.revision, expected_revision)?;
+    let audit_before = crate::audit::snapshot::<racks::Entity>(&txn, id).await?;
     if let Some(name) = patch.name.as_ref().filter(|n| **n != row.name) {
         let taken = racks::Entity::find()
             .filter(racks::Column::Name.eq(name))
@@ -330,6 +332,7 @@ pub async fn patch(
             })?;
     }
     let rack = get(&txn, id, true).await?;
+    crate::audit::row_changed::<racks::Entity>(&txn, "rack", id, audit_before, now).await?;
     txn.commit().await?;
     Ok((
         rack,
@@ -444,6 +447,7 @@ pub async fn delete(
         .await?
         .ok_or_else(|| Error::not_found("rack", id))?;
     check_revision("rack", id, row.revision, expected_revision)?;
+    let audit_before = crate::audit::snapshot::<racks::Entity>(&txn, id).await?;
     let revision = row.revision;
     let mut am: racks::ActiveModel = row.into();
     am.deleted_at = Set(Some(now));
@@ -457,6 +461,7 @@ pub async fn delete(
         .await
         .map_err(|e| cas_failed(e, "rack", id, revision))?;
     component_store::soft_delete_where(&txn, components::Column::RackId.eq(id), now).await?;
+    crate::audit::row_changed::<racks::Entity>(&txn, "rack", id, audit_before, now).await?;
     txn.commit().await?;
     Ok(())
 }
@@ -474,12 +479,15 @@ pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
             format!("rack {id} is not deleted; DELETE it first"),
         ));
     }
+    let audit_before = crate::audit::snapshot::<racks::Entity>(&txn, id).await?;
     // BMC rows go with their components through the cascading foreign key.
     components::Entity::delete_many()
         .filter(components::Column::RackId.eq(id))
         .exec(&txn)
         .await?;
     racks::Entity::delete_by_id(id).exec(&txn).await?;
+    let change = crate::audit::Change::new("rack", id).before(audit_before);
+    crate::audit::record(&txn, change, chrono::Utc::now()).await?;
     txn.commit().await?;
     Ok(())
 }

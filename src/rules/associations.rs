@@ -57,6 +57,9 @@ pub async fn associate(
         .one(&txn)
         .await?;
     let created = existing.is_none();
+    let audit_before = existing.as_ref().map(
+        |e| serde_json::json!({"rack_id": rack_id, "operation": operation, "rule_id": e.rule_id}),
+    );
     let row = match existing {
         Some(found) => {
             let mut am: rack_rule_associations::ActiveModel = found.into();
@@ -76,18 +79,31 @@ pub async fn associate(
             .await?
         }
     };
+    let doc = serde_json::json!({"rack_id": rack_id, "operation": operation, "rule_id": rule_id});
+    let change = crate::audit::Change::new("rack_rule", format!("{rack_id}/{operation}"))
+        .before(audit_before)
+        .after(Some(doc));
+    crate::audit::record(&txn, change, now).await?;
     txn.commit().await?;
     Ok((association(row), created))
 }
 
 /// Removes a rack's rule for `operation`; removing one that is not there is not an error.
 pub async fn dissociate(db: &DatabaseConnection, rack_id: Uuid, operation: &str) -> Result<()> {
-    live_rack(db, rack_id).await?;
-    rack_rule_associations::Entity::delete_many()
+    let txn = crate::db::begin_write(db).await?;
+    live_rack(&txn, rack_id).await?;
+    let removed = rack_rule_associations::Entity::delete_many()
         .filter(rack_rule_associations::Column::RackId.eq(rack_id))
         .filter(rack_rule_associations::Column::Operation.eq(operation))
-        .exec(db)
+        .exec(&txn)
         .await?;
+    if removed.rows_affected > 0 {
+        let doc = serde_json::json!({"rack_id": rack_id, "operation": operation});
+        let change = crate::audit::Change::new("rack_rule", format!("{rack_id}/{operation}"))
+            .before(Some(doc));
+        crate::audit::record(&txn, change, chrono::Utc::now()).await?;
+    }
+    txn.commit().await?;
     Ok(())
 }
 

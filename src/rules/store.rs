@@ -146,6 +146,7 @@ pub async fn create(
     .insert(&txn)
     .await?;
     insert_version(&txn, id, 1, input, now).await?;
+    crate::audit::row_changed::<operation_rules::Entity>(&txn, "rule", id, None, now).await?;
     txn.commit().await?;
     rule_from_row(row)
 }
@@ -160,6 +161,7 @@ pub async fn replace(
 ) -> Result<Rule> {
     let txn = crate::db::begin_write(db).await?;
     let current = row(&txn, id).await?;
+    let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id).await?;
     if current.operation != input.operation {
         return Err(Error::invalid(
             "operation",
@@ -195,6 +197,8 @@ pub async fn replace(
             other => other.into(),
         })?;
     insert_version(&txn, id, version, input, now).await?;
+    crate::audit::row_changed::<operation_rules::Entity>(&txn, "rule", id, audit_before, now)
+        .await?;
     txn.commit().await?;
     rule_from_row(row)
 }
@@ -204,6 +208,7 @@ pub async fn replace(
 pub async fn delete(db: &DatabaseConnection, id: Uuid) -> Result<()> {
     let txn = crate::db::begin_write(db).await?;
     row(&txn, id).await?;
+    let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id).await?;
     rack_rule_associations::Entity::delete_many()
         .filter(rack_rule_associations::Column::RuleId.eq(id))
         .exec(&txn)
@@ -213,6 +218,8 @@ pub async fn delete(db: &DatabaseConnection, id: Uuid) -> Result<()> {
         .exec(&txn)
         .await?;
     operation_rules::Entity::delete_by_id(id).exec(&txn).await?;
+    let change = crate::audit::Change::new("rule", id).before(audit_before);
+    crate::audit::record(&txn, change, chrono::Utc::now()).await?;
     txn.commit().await?;
     Ok(())
 }
@@ -267,6 +274,7 @@ pub async fn set_default(
 ) -> Result<Rule> {
     let txn = crate::db::begin_write(db).await?;
     let current = row(&txn, id).await?;
+    let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id).await?;
     if on {
         operation_rules::Entity::update_many()
             .col_expr(operation_rules::Column::IsDefault, Expr::value(false))
@@ -288,6 +296,8 @@ pub async fn set_default(
     } else {
         row(&txn, id).await?
     };
+    crate::audit::row_changed::<operation_rules::Entity>(&txn, "rule", id, audit_before, now)
+        .await?;
     txn.commit().await?;
     rule_from_row(row)
 }

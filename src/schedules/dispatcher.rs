@@ -18,6 +18,7 @@ use super::model::{RunTrigger, Schedule};
 use super::service::ScheduleService;
 use super::store;
 use super::timing::Timer;
+use crate::audit;
 use crate::error::Result;
 use crate::tasks::lease;
 
@@ -33,7 +34,9 @@ impl ScheduleService {
         let now = self.clock.now();
         let mut fired = 0;
         for schedule in store::due(&self.db, now, BATCH).await? {
-            match self.fire_due(&schedule, now).await {
+            // The schedule acts on its own: its audit entries and tasks say `schedule:<name>`.
+            let actor = Arc::new(audit::Context::schedule(&schedule.name, "fire"));
+            match audit::scope(actor, self.fire_due(&schedule, now)).await {
                 Ok(true) => fired += 1,
                 Ok(false) => {}
                 Err(e) => {
@@ -88,7 +91,11 @@ impl ScheduleService {
         let mut finished = 0;
         for run in store::stalled_runs(&self.db, now - STALL_AFTER).await? {
             let schedule = store::get(&self.db, run.schedule_id).await?;
-            if self.submit_run(&schedule, run).await?.done {
+            let actor = Arc::new(audit::Context::schedule(&schedule.name, "recover"));
+            if audit::scope(actor, self.submit_run(&schedule, run))
+                .await?
+                .done
+            {
                 finished += 1;
             }
         }

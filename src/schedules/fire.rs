@@ -85,6 +85,10 @@ impl ScheduleService {
             finished_at: None,
         };
         store::insert_run(&txn, &run).await?;
+        let fired =
+            serde_json::json!({"run_id": run.id, "fired_at": now, "racks": run.results.len()});
+        let change = crate::audit::Change::new("schedule", current.id).after(Some(fired));
+        crate::audit::record(&txn, change, now).await?;
         txn.commit().await?;
         Ok(Some(run))
     }

@@ -11,7 +11,8 @@ use super::model::{OperationTemplate, OverlapPolicy, Run, Schedule, Scope, Timer
 use super::store;
 use super::timing::Timer;
 use crate::app::Clock;
-use crate::db::entities::racks;
+use crate::audit::{self, Change};
+use crate::db::entities::{racks, task_schedules};
 use crate::error::{Error, FieldError, Result, Violations};
 use crate::inventory::model::ComponentType;
 use crate::operations::model::{RackRef, RackTarget};
@@ -187,6 +188,8 @@ impl ScheduleService {
             .collect();
         let txn = crate::db::begin_write(&self.db).await?;
         store::insert(&txn, &schedule, &scope).await?;
+        let after = audit::snapshot::<task_schedules::Entity>(&txn, schedule.id).await?;
+        audit::record(&txn, Change::new("schedule", schedule.id).after(after), now).await?;
         txn.commit().await?;
         Ok((schedule, scope))
     }
@@ -211,7 +214,14 @@ impl ScheduleService {
             let now = self.clock.now();
             change(&mut schedule, now)?;
             schedule.updated_at = now;
-            if store::update(&self.db, &schedule).await? {
+            // The conditional write and its audit entry commit together.
+            let txn = crate::db::begin_write(&self.db).await?;
+            let before = audit::snapshot::<task_schedules::Entity>(&txn, id).await?;
+            if store::update(&txn, &schedule).await? {
+                let after = audit::snapshot::<task_schedules::Entity>(&txn, id).await?;
+                let change = Change::new("schedule", id).before(before).after(after);
+                audit::record(&txn, change, now).await?;
+                txn.commit().await?;
                 schedule.revision += 1;
                 return Ok(schedule);
             }
@@ -272,11 +282,15 @@ impl ScheduleService {
 
     /// Deletes the schedule, its scope and its run history; tasks it created stay.
     pub async fn delete(&self, id: Uuid) -> Result<()> {
-        if store::delete(&self.db, id).await? {
-            Ok(())
-        } else {
-            Err(Error::not_found("schedule", id))
+        let txn = crate::db::begin_write(&self.db).await?;
+        let before = audit::snapshot::<task_schedules::Entity>(&txn, id).await?;
+        if !store::delete(&txn, id).await? {
+            return Err(Error::not_found("schedule", id));
         }
+        let change = Change::new("schedule", id).before(before);
+        audit::record(&txn, change, self.clock.now()).await?;
+        txn.commit().await?;
+        Ok(())
     }
 
     pub async fn scopes(&self, id: Uuid) -> Result<Vec<Scope>> {
@@ -330,6 +344,10 @@ impl ScheduleService {
                 }
             }
         }
+        let racks: Vec<Uuid> = touched.iter().map(|s| s.rack_id).collect();
+        let change =
+            Change::new("schedule", id).after(Some(serde_json::json!({"scope_racks": racks})));
+        audit::record(&txn, change, now).await?;
         txn.commit().await?;
         Ok(touched)
     }
@@ -358,6 +376,9 @@ impl ScheduleService {
             ));
         }
         store::delete_scope(&txn, scope.id).await?;
+        let change = Change::new("schedule", id)
+            .before(Some(serde_json::json!({"scope_racks": [scope.rack_id]})));
+        audit::record(&txn, change, self.clock.now()).await?;
         txn.commit().await?;
         Ok(())
     }

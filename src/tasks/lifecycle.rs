@@ -39,16 +39,25 @@ impl TaskService {
             TaskStatus::Pending,
             TaskStatus::Running,
         ];
-        if store::transition(
-            &self.db,
+        // The cancel and its audit entry commit together.
+        let txn = crate::db::begin_write(&self.db).await?;
+        let cancelled = store::transition(
+            &txn,
             id,
             &from,
             TaskStatus::Cancelled,
             "cancelled by user",
             self.clock.now(),
         )
-        .await?
-        {
+        .await?;
+        if cancelled {
+            let change = crate::audit::Change::new("task", id)
+                .before(Some(serde_json::json!({"status": task.status.as_str()})))
+                .after(Some(serde_json::json!({"status": "cancelled"})));
+            crate::audit::record(&txn, change, self.clock.now()).await?;
+        }
+        txn.commit().await?;
+        if cancelled {
             store::close_open_steps(&self.db, id, StepStatus::Cancelled, self.clock.now()).await?;
             self.promote(task.rack_id).await?;
         }

@@ -143,6 +143,8 @@ pub struct Task {
     pub finished_at: Option<DateTime<Utc>>,
     /// The rule the request named, resolved when the task is dispatched.
     pub requested_rule_id: Option<Uuid>,
+    /// Who asked for it: `user:<sub>`, `token:<name>`, `schedule:<name>`, `anonymous`.
+    pub created_by: Option<String>,
 }
 
 impl Task {

@@ -288,8 +288,10 @@ impl TaskService {
             started_at: None,
             finished_at: None,
             requested_rule_id: spec.rule_id,
+            created_by: Some(crate::auth::audit_actor()),
         };
         store::insert(&txn, &task).await?;
+        crate::audit::record(&txn, audit_change(&task), now).await?;
         txn.commit().await?;
         Ok(Ok(task))
     }
@@ -373,4 +375,15 @@ impl TaskService {
     pub async fn engine_ready(&self) -> Result<bool> {
         self.engine.ping().await.map_err(engine_error)
     }
+}
+
+/// The audit entry of a submitted task: what was asked, on which rack, and how it was admitted.
+fn audit_change(task: &Task) -> crate::audit::Change {
+    crate::audit::Change::new("task", task.id).after(Some(serde_json::json!({
+        "request_id": task.request_id,
+        "operation": task.operation.code(),
+        "rack_id": task.rack_id,
+        "status": task.status.as_str(),
+        "description": task.description,
+    })))
 }

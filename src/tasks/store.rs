@@ -55,6 +55,7 @@ pub(crate) fn task_from_row(row: tasks::Model) -> Result<Task> {
         started_at: row.started_at,
         finished_at: row.finished_at,
         requested_rule_id: row.requested_rule_id,
+        created_by: row.created_by,
     })
 }
 
@@ -92,6 +93,7 @@ pub async fn insert(db: &impl ConnectionTrait, task: &Task) -> Result<()> {
             requested_rule_id: Set(task.requested_rule_id),
             rule_id: Set(None),
             rule_version: Set(None),
+            created_by: Set(task.created_by.clone()),
         };
     tasks::Entity::insert(row)
         .exec_without_returning(db)

@@ -93,7 +93,13 @@ pub fn build_worker(
 
 /// Runs reconciliation every `interval` until the process ends. Errors are logged and retried
 /// on the next tick: an unreachable Temporal must not stop the loop.
-pub async fn reconcile_loop(tasks: Arc<TaskService>, holder: String, interval: Duration) {
+/// Each tick also prunes audit entries older than `audit_retention_days`, under its own lease.
+pub async fn reconcile_loop(
+    tasks: Arc<TaskService>,
+    holder: String,
+    interval: Duration,
+    audit_retention_days: u64,
+) {
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -102,6 +108,14 @@ pub async fn reconcile_loop(tasks: Arc<TaskService>, holder: String, interval: D
             Ok(0) => {}
             Ok(fixed) => tracing::info!(fixed, "reconciled tasks with their workflow runs"),
             Err(e) => tracing::warn!(error = %e, "task reconciliation failed; retrying next tick"),
+        }
+        let now = chrono::Utc::now();
+        match crate::audit::prune_with_lease(tasks.db(), &holder, audit_retention_days, now).await {
+            Ok(0) => {}
+            Ok(pruned) => tracing::info!(pruned, "pruned audit entries past retention"),
+            Err(e) => {
+                tracing::warn!(error = %e, "pruning the audit log failed; retrying next tick")
+            }
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::support::{Backend, TestApp, TestDb};
 fn spawn_worker(database_url: &str, task_queue: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_flow"))
         .arg("worker")
+        .env("FLOW_AUTH", "none")
         .env("FLOW_DATABASE_URL", database_url)
         .env("FLOW_TEMPORAL_ADDRESS", temporal_address())
         .env("FLOW_TEMPORAL_TASK_QUEUE", task_queue)

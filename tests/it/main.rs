@@ -10,6 +10,7 @@ mod api_bad_input;
 mod api_components;
 mod api_nvl_domains;
 mod api_racks;
+mod auth;
 mod cli;
 mod components;
 mod dev;

@@ -153,6 +153,8 @@ pub struct TaskDoc {
     pub finished_at: Option<DateTime<Utc>>,
     /// The rule the request named, if any.
     pub requested_rule_id: Option<Uuid>,
+    /// Who asked for it: `user:<sub>`, `token:<name>`, `schedule:<name>`, `anonymous`.
+    pub created_by: Option<String>,
     /// The rule (and version) the task runs and where it came from; absent until planned and in
     /// lists.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -179,6 +181,7 @@ impl TaskDoc {
             started_at: task.started_at,
             finished_at: task.finished_at,
             requested_rule_id: task.requested_rule_id,
+            created_by: task.created_by,
             rule: None,
             stages: stages.map(|s| s.into_iter().map(Into::into).collect()),
         }

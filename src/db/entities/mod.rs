@@ -1,5 +1,7 @@
 //! SeaORM entities, one per table, in the shape `sea-orm-cli generate entity` produces.
 
+pub mod api_tokens;
+pub mod audit_log;
 pub mod bmcs;
 pub mod component_drifts;
 pub mod components;

@@ -27,6 +27,7 @@ pub struct Model {
     pub requested_rule_id: Option<Uuid>,
     pub rule_id: Option<Uuid>,
     pub rule_version: Option<i32>,
+    pub created_by: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -1,0 +1,305 @@
+//! Who may call which route: the one table deciding the role each route needs, the middleware
+//! that authenticates, authorises and audits every request by it, and the OpenAPI security
+//! derived from it. A route missing from the table needs `admin` (and is logged), and a test
+//! walks the OpenAPI document so none goes missing.
+
+use std::sync::Arc;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::problem::Problem;
+use crate::app::AppState;
+use crate::audit;
+use crate::auth::{AuthError, Identity, Role};
+
+/// What a route asks of its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone: probes, the OpenAPI document, Swagger UI.
+    Public,
+    /// Public unless `FLOW_METRICS_PUBLIC=false`, then `viewer`.
+    Metrics,
+    /// At least this role.
+    Needs(Role),
+    /// An operation: `operator`, or `viewer` for a `dry_run=true` preview.
+    Runs,
+}
+
+use Access::{Metrics, Needs, Public, Runs};
+use Role::{Admin, Editor, Operator, Viewer};
+
+/// Every route, one line each: method, path template (as the OpenAPI document spells it), access.
+pub const ROUTES: &[(&str, &str, Access)] = &[
+    ("GET", "/healthz", Public),
+    ("GET", "/readyz", Public),
+    ("GET", "/metrics", Metrics),
+    ("GET", "/openapi.json", Public),
+    ("GET", "/v1/version", Needs(Viewer)),
+    // Inventory: editors write, purge is admin-only.
+    ("GET", "/v1/racks", Needs(Viewer)),
+    ("GET", "/v1/racks/by-serial", Needs(Viewer)),
+    ("GET", "/v1/racks/{id}", Needs(Viewer)),
+    ("POST", "/v1/expected-racks", Needs(Editor)),
+    ("PATCH", "/v1/racks/{id}", Needs(Editor)),
+    ("DELETE", "/v1/racks/{id}", Needs(Editor)),
+    ("POST", "/v1/racks/{id}/purge", Needs(Admin)),
+    ("GET", "/v1/components", Needs(Viewer)),
+    ("GET", "/v1/components/by-mac/{mac}", Needs(Viewer)),
+    ("GET", "/v1/components/by-serial", Needs(Viewer)),
+    ("GET", "/v1/components/{id}", Needs(Viewer)),
+    ("POST", "/v1/components", Needs(Editor)),
+    ("PATCH", "/v1/components/{id}", Needs(Editor)),
+    ("DELETE", "/v1/components/{id}", Needs(Editor)),
+    ("POST", "/v1/components/{id}/purge", Needs(Admin)),
+    ("GET", "/v1/nvl-domains", Needs(Viewer)),
+    ("GET", "/v1/nvl-domains/{id_or_name}", Needs(Viewer)),
+    ("GET", "/v1/nvl-domains/{id_or_name}/racks", Needs(Viewer)),
+    ("POST", "/v1/nvl-domains", Needs(Editor)),
+    ("POST", "/v1/nvl-domains/{id_or_name}/racks", Needs(Editor)),
+    (
+        "DELETE",
+        "/v1/nvl-domains/{id_or_name}/racks/{rack}",
+        Needs(Editor),
+    ),
+    // Operations and tasks: operators run and cancel.
+    ("POST", "/v1/operations/bring-up", Runs),
+    ("POST", "/v1/operations/firmware-upgrade", Runs),
+    ("POST", "/v1/operations/ingest", Runs),
+    ("POST", "/v1/operations/power-off", Runs),
+    ("POST", "/v1/operations/power-on", Runs),
+    ("POST", "/v1/operations/power-reset", Runs),
+    ("POST", "/v1/racks/{id}/bring-up", Runs),
+    ("POST", "/v1/racks/{id}/firmware", Runs),
+    ("PATCH", "/v1/racks/{id}/power", Runs),
+    ("GET", "/v1/tasks", Needs(Viewer)),
+    ("GET", "/v1/tasks/{id}", Needs(Viewer)),
+    ("GET", "/v1/tasks/{id}/events", Needs(Viewer)),
+    ("GET", "/v1/racks/{id}/tasks", Needs(Viewer)),
+    ("POST", "/v1/tasks/{id}/cancel", Needs(Operator)),
+    // Validation asks the devices (operator); recorded drift is a read.
+    ("POST", "/v1/validation", Needs(Operator)),
+    ("GET", "/v1/racks/{id}/validation", Needs(Operator)),
+    ("GET", "/v1/drift", Needs(Viewer)),
+    // Rules: admin-only changes.
+    ("GET", "/v1/operation-rules", Needs(Viewer)),
+    ("GET", "/v1/operation-rules/{id}", Needs(Viewer)),
+    ("GET", "/v1/operation-rules/{id}/versions", Needs(Viewer)),
+    ("GET", "/v1/racks/{id}/operation-rules", Needs(Viewer)),
+    ("POST", "/v1/operation-rules", Needs(Admin)),
+    ("PUT", "/v1/operation-rules/{id}", Needs(Admin)),
+    ("DELETE", "/v1/operation-rules/{id}", Needs(Admin)),
+    ("POST", "/v1/operation-rules/{id}/default", Needs(Admin)),
+    ("DELETE", "/v1/operation-rules/{id}/default", Needs(Admin)),
+    (
+        "PUT",
+        "/v1/racks/{id}/operation-rules/{operation}",
+        Needs(Admin),
+    ),
+    (
+        "DELETE",
+        "/v1/racks/{id}/operation-rules/{operation}",
+        Needs(Admin),
+    ),
+    // Schedules: admins define them, operators trigger, pause and resume.
+    ("GET", "/v1/task-schedules", Needs(Viewer)),
+    ("GET", "/v1/task-schedules/{id}", Needs(Viewer)),
+    ("GET", "/v1/task-schedules/{id}/runs", Needs(Viewer)),
+    ("GET", "/v1/task-schedules/{id}/scope", Needs(Viewer)),
+    ("POST", "/v1/task-schedules/conflicts", Needs(Viewer)),
+    ("POST", "/v1/task-schedules", Needs(Admin)),
+    ("PATCH", "/v1/task-schedules/{id}", Needs(Admin)),
+    ("DELETE", "/v1/task-schedules/{id}", Needs(Admin)),
+    ("POST", "/v1/task-schedules/{id}/scope", Needs(Admin)),
+    (
+        "DELETE",
+        "/v1/task-schedules/{id}/scope/{rack}",
+        Needs(Admin),
+    ),
+    ("POST", "/v1/task-schedules/{id}/pause", Needs(Operator)),
+    ("POST", "/v1/task-schedules/{id}/resume", Needs(Operator)),
+    ("POST", "/v1/task-schedules/{id}/trigger", Needs(Operator)),
+    // Tokens and the audit log.
+    ("GET", "/v1/tokens", Needs(Admin)),
+    ("POST", "/v1/tokens", Needs(Admin)),
+    ("DELETE", "/v1/tokens/{id}", Needs(Admin)),
+    ("GET", "/v1/audit", Needs(Admin)),
+];
+
+/// The table's decision for a route, if it has one.
+pub fn access_for(method: &str, path: &str) -> Option<Access> {
+    ROUTES
+        .iter()
+        .find(|(m, p, _)| m.eq_ignore_ascii_case(method) && *p == path)
+        .map(|(_, _, access)| *access)
+}
+
+/// The role a request needs, or `None` when it is public.
+fn needed(access: Access, query: Option<&str>, metrics_public: bool) -> Option<Role> {
+    match access {
+        Public => None,
+        Metrics if metrics_public => None,
+        Metrics => Some(Viewer),
+        Needs(role) => Some(role),
+        Runs if is_dry_run(query) => Some(Viewer),
+        Runs => Some(Operator),
+    }
+}
+
+fn is_dry_run(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "dry_run" && v == "true")
+    })
+}
+
+/// What the OpenAPI description says a route needs.
+pub fn describe(access: Access) -> Option<&'static str> {
+    match access {
+        Public => None,
+        Metrics => {
+            Some("Public unless `FLOW_METRICS_PUBLIC=false`; then requires the `viewer` role.")
+        }
+        Needs(Viewer) => Some("Requires the `viewer` role (any role)."),
+        Needs(Operator) => Some("Requires the `operator` role (or `admin`)."),
+        Needs(Editor) => Some("Requires the `editor` role (or `admin`)."),
+        Needs(Admin) => Some("Requires the `admin` role."),
+        Runs => Some(
+            "Requires the `operator` role (or `admin`); a `dry_run=true` preview needs only `viewer`.",
+        ),
+    }
+}
+
+fn mutating(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+/// `401` with the challenge RFC 6750 defines; `error=` says why a presented token failed.
+fn unauthorized(err: &AuthError) -> Response {
+    let challenge = match err {
+        AuthError::Missing => "Bearer realm=\"flow\"".to_string(),
+        other => {
+            format!("Bearer realm=\"flow\", error=\"invalid_token\", error_description=\"{other}\"")
+        }
+    };
+    let mut response =
+        Problem::new(StatusCode::UNAUTHORIZED, "unauthorized", err.to_string()).into_response();
+    if let Ok(value) = challenge.parse() {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+fn forbidden(identity: &Identity, needed: Role) -> Response {
+    let held = identity
+        .roles
+        .iter()
+        .map(|r| r.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let held = if held.is_empty() {
+        "no Flow role".to_string()
+    } else {
+        held
+    };
+    let also = if needed == Admin { "" } else { " (or admin)" };
+    Problem::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        format!(
+            "this needs the {needed} role{also}; {} has {held}",
+            identity.actor
+        ),
+    )
+    .into_response()
+}
+
+/// The middleware on every route: authenticate, authorise by [`ROUTES`], and run a mutating
+/// request inside an audit context whose rows get the answer's status.
+pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request.extensions().get::<MatchedPath>().map_or_else(
+        || request.uri().path().to_string(),
+        |m| m.as_str().to_string(),
+    );
+    let method = request.method().clone();
+    let access = access_for(method.as_str(), &route).unwrap_or_else(|| {
+        tracing::error!(%method, %route, "route has no access decision; requiring admin");
+        Needs(Admin)
+    });
+    let Some(needed) = needed(access, request.uri().query(), state.config().metrics_public) else {
+        return next.run(request).await;
+    };
+    let auth = state.authenticator();
+    let identity = if auth.modes().is_none() {
+        Identity::anonymous()
+    } else {
+        let bearer = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|t| !t.is_empty());
+        let Some(bearer) = bearer else {
+            return unauthorized(&AuthError::Missing);
+        };
+        match auth.authenticate(bearer).await {
+            Ok(identity) => identity,
+            Err(AuthError::KeysUnavailable) => {
+                return Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "credentials cannot be checked right now; retry",
+                )
+                .into_response();
+            }
+            Err(e) => {
+                tracing::info!(%method, %route, reason = %e, "refused a bearer token");
+                return unauthorized(&e);
+            }
+        }
+    };
+    let role = identity.role_for(needed);
+    let audited = mutating(&method) && !is_dry_run(request.uri().query());
+    let request_id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let context = Arc::new(audit::Context::new(
+        &identity,
+        role.or(identity.main_role()).map(Role::as_str),
+        method.as_str(),
+        &route,
+        request_id,
+    ));
+    let response = match role {
+        Some(_) => audit::scope(context.clone(), next.run(request)).await,
+        None => forbidden(&identity, needed),
+    };
+    if audited {
+        finish_audit(&state, &context, response.status()).await;
+    }
+    response
+}
+
+/// Gives the rows a request recorded its status, or records the request itself when it changed
+/// nothing (refused, failed, or a route whose store records nothing).
+async fn finish_audit(state: &AppState, context: &audit::Context, status: StatusCode) {
+    let ids = context.recorded();
+    let result = if ids.is_empty() {
+        audit::record_request(state.db(), context, status.as_u16(), state.now()).await
+    } else {
+        audit::set_status(state.db(), &ids, status.as_u16()).await
+    };
+    if let Err(e) = result {
+        tracing::error!(error = %e, route = %context.route, "recording the request's outcome in the audit log failed");
+    }
+}

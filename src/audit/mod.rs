@@ -1,0 +1,241 @@
+//! The audit log: who changed what. A request (or a schedule firing) runs inside an audit
+//! [`Context`]; the stores append a row with [`record`] in the very transaction of their change,
+//! so a change that commits is audited and a failed audit write fails the change.
+
+pub mod query;
+
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Duration, Utc};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PrimaryKeyTrait, QueryFilter,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::auth::Identity;
+use crate::db::entities::audit_log;
+use crate::error::Result;
+
+/// Who is acting and on which request, for every row recorded while it runs.
+#[derive(Debug)]
+pub struct Context {
+    pub actor: String,
+    /// The role the action was allowed under.
+    pub role: Option<String>,
+    pub method: String,
+    pub route: String,
+    pub request_id: Option<String>,
+    /// Ids of the rows recorded so far (the HTTP layer adds the final status to them).
+    recorded: Mutex<Vec<Uuid>>,
+}
+
+impl Context {
+    pub fn new(
+        identity: &Identity,
+        role: Option<&str>,
+        method: &str,
+        route: &str,
+        request_id: Option<String>,
+    ) -> Self {
+        Self {
+            actor: identity.actor.clone(),
+            role: role.map(String::from),
+            method: method.to_string(),
+            route: route.to_string(),
+            request_id,
+            recorded: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A schedule acting on its own timer (`schedule:<name>`).
+    pub fn schedule(name: &str, action: &str) -> Self {
+        let identity = Identity::schedule(name);
+        Self::new(&identity, Some("operator"), "SCHEDULE", action, None)
+    }
+
+    /// Rows recorded in this context so far.
+    pub fn recorded(&self) -> Vec<Uuid> {
+        self.recorded.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+tokio::task_local! {
+    static CURRENT: Arc<Context>;
+}
+
+/// Runs `f` with `context` as the acting context of everything it records.
+pub async fn scope<F: Future>(context: Arc<Context>, f: F) -> F::Output {
+    CURRENT.scope(context, f).await
+}
+
+/// The actor of the running context (`created_by` of tasks), if any.
+pub fn current_actor() -> Option<String> {
+    CURRENT.try_with(|c| c.actor.clone()).ok()
+}
+
+/// What changed: a resource and its documents before and after (absent when created / gone).
+#[derive(Debug, Clone, Default)]
+pub struct Change {
+    pub resource_type: &'static str,
+    pub resource_id: String,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+impl Change {
+    pub fn new(resource_type: &'static str, resource_id: impl ToString) -> Self {
+        Self {
+            resource_type,
+            resource_id: resource_id.to_string(),
+            before: None,
+            after: None,
+        }
+    }
+
+    pub fn before(mut self, doc: Option<Value>) -> Self {
+        self.before = doc;
+        self
+    }
+
+    pub fn after(mut self, doc: Option<Value>) -> Self {
+        self.after = doc;
+        self
+    }
+}
+
+/// A stored row as a JSON document (the before/after of a change), read on `db` so a
+/// transaction sees its own writes.
+pub async fn snapshot<E>(
+    db: &impl ConnectionTrait,
+    id: <E::PrimaryKey as PrimaryKeyTrait>::ValueType,
+) -> Result<Option<Value>>
+where
+    E: EntityTrait,
+{
+    Ok(E::find_by_id(id).into_json().one(db).await?)
+}
+
+/// Appends `change` to the audit log on `db` (the change's transaction) under the running
+/// context. Outside any context (internal housekeeping) nothing is recorded.
+pub async fn record(db: &impl ConnectionTrait, change: Change, now: DateTime<Utc>) -> Result<()> {
+    let Ok(context) = CURRENT.try_with(Arc::clone) else {
+        return Ok(());
+    };
+    let id = Uuid::now_v7();
+    audit_log::Entity::insert(audit_log::ActiveModel {
+        id: Set(id),
+        at: Set(now),
+        actor: Set(context.actor.clone()),
+        role: Set(context.role.clone()),
+        method: Set(context.method.clone()),
+        route: Set(context.route.clone()),
+        resource_type: Set(Some(change.resource_type.to_string())),
+        resource_id: Set(Some(change.resource_id)),
+        status: Set(None),
+        request_id: Set(context.request_id.clone()),
+        before: Set(change.before),
+        after: Set(change.after),
+    })
+    .exec_without_returning(db)
+    .await?;
+    if let Ok(mut ids) = context.recorded.lock() {
+        ids.push(id);
+    }
+    Ok(())
+}
+
+/// A request that changed nothing the stores recorded (refused, failed, or a route without
+/// a store-level record): one row with its outcome.
+pub async fn record_request(
+    db: &impl ConnectionTrait,
+    context: &Context,
+    status: u16,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    audit_log::Entity::insert(audit_log::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        at: Set(now),
+        actor: Set(context.actor.clone()),
+        role: Set(context.role.clone()),
+        method: Set(context.method.clone()),
+        route: Set(context.route.clone()),
+        resource_type: Set(None),
+        resource_id: Set(None),
+        status: Set(Some(i32::from(status))),
+        request_id: Set(context.request_id.clone()),
+        before: Set(None),
+        after: Set(None),
+    })
+    .exec_without_returning(db)
+    .await?;
+    Ok(())
+}
+
+/// Sets the outcome status of the rows a request recorded, once its answer is known.
+pub async fn set_status(db: &impl ConnectionTrait, ids: &[Uuid], status: u16) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    audit_log::Entity::update_many()
+        .col_expr(
+            audit_log::Column::Status,
+            sea_orm::sea_query::Expr::value(i32::from(status)),
+        )
+        .filter(audit_log::Column::Id.is_in(ids.iter().copied()))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// Deletes rows older than `days` days; returns how many went.
+pub async fn prune(db: &impl ConnectionTrait, days: u64, now: DateTime<Utc>) -> Result<u64> {
+    let cutoff = i64::try_from(days)
+        .ok()
+        .and_then(Duration::try_days)
+        .and_then(|d| now.checked_sub_signed(d));
+    let Some(cutoff) = cutoff else {
+        return Ok(0);
+    };
+    let deleted = audit_log::Entity::delete_many()
+        .filter(audit_log::Column::At.lt(cutoff))
+        .exec(db)
+        .await?;
+    Ok(deleted.rows_affected)
+}
+
+/// Records a change of one stored row: `before` as read earlier in the transaction, the after
+/// document read now (absent when the row is gone).
+pub async fn row_changed<E>(
+    db: &impl ConnectionTrait,
+    resource_type: &'static str,
+    id: <E::PrimaryKey as PrimaryKeyTrait>::ValueType,
+    before: Option<Value>,
+    now: DateTime<Utc>,
+) -> Result<()>
+where
+    E: EntityTrait,
+    <E::PrimaryKey as PrimaryKeyTrait>::ValueType: Clone + std::fmt::Display,
+{
+    let after = snapshot::<E>(db, id.clone()).await?;
+    let change = Change::new(resource_type, id).before(before).after(after);
+    record(db, change, now).await
+}
+
+/// The lease that makes one process at a time prune.
+const RETENTION_LEASE: &str = "audit-retention";
+
+/// Prunes entries older than `days` if this process holds (or takes) the retention lease.
+pub async fn prune_with_lease(
+    db: &impl ConnectionTrait,
+    holder: &str,
+    days: u64,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    if !crate::tasks::lease::acquire(db, RETENTION_LEASE, holder, Duration::seconds(120), now)
+        .await?
+    {
+        return Ok(0);
+    }
+    prune(db, days, now).await
+}

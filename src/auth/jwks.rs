@@ -1,0 +1,247 @@
+//! The identity provider's signing keys (a JWKS): read from a file once, or fetched from a URL,
+//! cached, and fetched again when a token names a key id the cache does not hold (key rotation).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Deserialize;
+use tokio::sync::Mutex;
+
+use super::AuthError;
+
+/// Deadline of one JWKS fetch.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// A refresh for an unknown key id happens at most this often, so a stream of tokens with made-up
+/// key ids cannot turn Flow into a load generator against the identity provider.
+const MIN_REFRESH: Duration = Duration::from_secs(10);
+/// Keys are fetched again after this long even when every key id is known (revoked keys go).
+const MAX_AGE: Duration = Duration::from_secs(3600);
+
+/// One verification key, decoded from its JWK.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key {
+    /// RS256: modulus and exponent, big-endian.
+    Rsa { n: Vec<u8>, e: Vec<u8> },
+    /// ES256: the uncompressed P-256 point `04 || x || y`.
+    P256 { point: Vec<u8> },
+    /// EdDSA: the 32-byte Ed25519 public key.
+    Ed25519 { x: Vec<u8> },
+}
+
+impl Key {
+    /// The only JWS algorithm this key verifies.
+    pub fn alg(&self) -> &'static str {
+        match self {
+            Key::Rsa { .. } => "RS256",
+            Key::P256 { .. } => "ES256",
+            Key::Ed25519 { .. } => "EdDSA",
+        }
+    }
+}
+
+/// A parsed key set: by key id, plus the keys without one.
+#[derive(Debug, Clone, Default)]
+pub struct KeySet {
+    by_kid: HashMap<String, Key>,
+    anonymous: Vec<Key>,
+}
+
+#[derive(Deserialize)]
+struct JwkDoc {
+    keys: Vec<serde_json::Value>,
+}
+
+impl KeySet {
+    /// Parses a JWKS document, skipping keys Flow cannot use (encryption keys, HMAC secrets,
+    /// other curves) rather than failing on them: IdPs publish such keys beside signing keys.
+    pub fn parse(text: &str) -> Result<KeySet, String> {
+        let doc: JwkDoc = serde_json::from_str(text).map_err(|e| format!("not a JWKS: {e}"))?;
+        let mut set = KeySet::default();
+        for jwk in doc.keys {
+            let s = |name: &str| jwk.get(name).and_then(|v| v.as_str());
+            if s("use").is_some_and(|u| u != "sig") {
+                continue;
+            }
+            let b64 = |name: &str| s(name).and_then(|v| URL_SAFE_NO_PAD.decode(v).ok());
+            let key = match (s("kty"), s("crv")) {
+                (Some("RSA"), _) => match (b64("n"), b64("e")) {
+                    (Some(n), Some(e)) => Key::Rsa { n, e },
+                    _ => continue,
+                },
+                (Some("EC"), Some("P-256")) => match (b64("x"), b64("y")) {
+                    (Some(x), Some(y)) if x.len() == 32 && y.len() == 32 => {
+                        let mut point = vec![4u8];
+                        point.extend(x);
+                        point.extend(y);
+                        Key::P256 { point }
+                    }
+                    _ => continue,
+                },
+                (Some("OKP"), Some("Ed25519")) => match b64("x") {
+                    Some(x) if x.len() == 32 => Key::Ed25519 { x },
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            // A key published for one algorithm is never used with another.
+            if s("alg").is_some_and(|alg| alg != key.alg()) {
+                continue;
+            }
+            match s("kid") {
+                Some(kid) => {
+                    set.by_kid.insert(kid.to_string(), key);
+                }
+                None => set.anonymous.push(key),
+            }
+        }
+        Ok(set)
+    }
+
+    /// The key a token's header names: by `kid`, or without one, the only key for its algorithm.
+    pub fn find(&self, kid: Option<&str>, alg: &str) -> Option<&Key> {
+        match kid {
+            Some(kid) => self.by_kid.get(kid).filter(|k| k.alg() == alg),
+            None => {
+                let mut candidates = self
+                    .by_kid
+                    .values()
+                    .chain(self.anonymous.iter())
+                    .filter(|k| k.alg() == alg);
+                let first = candidates.next();
+                if candidates.next().is_some() {
+                    None
+                } else {
+                    first
+                }
+            }
+        }
+    }
+}
+
+/// Where the keys come from.
+#[derive(Debug)]
+pub enum KeySource {
+    /// `FLOW_JWT_JWKS_FILE`, read at start-up (or the error it gave).
+    Static(Result<KeySet, String>),
+    /// `FLOW_JWT_JWKS_URL`, fetched on first use and on unknown key ids.
+    Remote(RemoteKeys),
+}
+
+/// A JWKS URL and what was last fetched from it.
+#[derive(Debug)]
+pub struct RemoteKeys {
+    url: String,
+    http: reqwest::Client,
+    cache: Mutex<Cache>,
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    keys: Option<(KeySet, Instant)>,
+    /// When an unknown key id last made Flow fetch again.
+    last_forced: Option<Instant>,
+}
+
+impl RemoteKeys {
+    pub fn new(url: String) -> Self {
+        // reqwest runs on rustls with ring only: a provider must be installed once per process.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            .connect_timeout(FETCH_TIMEOUT)
+            .build()
+            .unwrap_or_default();
+        Self {
+            url,
+            http,
+            cache: Mutex::new(Cache::default()),
+        }
+    }
+
+    async fn fetch(&self) -> Result<KeySet, AuthError> {
+        let fail = |e: &dyn std::fmt::Display| {
+            tracing::warn!(url = %self.url, error = %e, "fetching the JWKS failed");
+            AuthError::KeysUnavailable
+        };
+        let response = self
+            .http
+            .get(&self.url)
+            .send()
+            .await
+            .map_err(|e| fail(&e))?;
+        let response = response.error_for_status().map_err(|e| fail(&e))?;
+        let text = response.text().await.map_err(|e| fail(&e))?;
+        KeySet::parse(&text).map_err(|e| fail(&e))
+    }
+
+    /// The key for `kid`/`alg`. The set is fetched when there is none yet or it is old, and
+    /// again when a token names a key id it lacks (a rotation), at most once per
+    /// [`MIN_REFRESH`] for that last reason.
+    pub async fn find(&self, kid: Option<&str>, alg: &str) -> Result<Option<Key>, AuthError> {
+        let mut cache = self.cache.lock().await;
+        if let Some((set, fetched)) = cache.keys.as_ref()
+            && fetched.elapsed() < MAX_AGE
+        {
+            if let Some(key) = set.find(kid, alg) {
+                return Ok(Some(key.clone()));
+            }
+            if cache
+                .last_forced
+                .is_some_and(|at| at.elapsed() < MIN_REFRESH)
+            {
+                return Ok(None);
+            }
+            cache.last_forced = Some(Instant::now());
+        }
+        let set = self.fetch().await?;
+        let key = set.find(kid, alg).cloned();
+        cache.keys = Some((set, Instant::now()));
+        Ok(key)
+    }
+}
+
+impl KeySource {
+    pub async fn find(&self, kid: Option<&str>, alg: &str) -> Result<Option<Key>, AuthError> {
+        match self {
+            KeySource::Static(Ok(set)) => Ok(set.find(kid, alg).cloned()),
+            KeySource::Static(Err(_)) => Err(AuthError::KeysUnavailable),
+            KeySource::Remote(remote) => remote.find(kid, alg).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_signing_keys_of_supported_algorithms_are_kept() {
+        let x = URL_SAFE_NO_PAD.encode([7u8; 32]);
+        let text = serde_json::json!({"keys": [
+            {"kty": "OKP", "crv": "Ed25519", "kid": "ed", "x": x},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "enc", "use": "enc", "x": x},
+            {"kty": "oct", "kid": "hmac", "k": x},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "wrong-alg", "alg": "RS256", "x": x},
+            {"kty": "EC", "crv": "P-384", "kid": "p384", "x": x, "y": x},
+            {"kty": "RSA", "kid": "rsa", "n": x, "e": "AQAB"},
+        ]})
+        .to_string();
+        let set = KeySet::parse(&text).unwrap();
+        assert_eq!(set.find(Some("ed"), "EdDSA").map(Key::alg), Some("EdDSA"));
+        assert!(
+            set.find(Some("ed"), "ES256").is_none(),
+            "a key verifies one algorithm"
+        );
+        for kid in ["enc", "hmac", "wrong-alg", "p384"] {
+            assert!(set.find(Some(kid), "EdDSA").is_none(), "{kid}");
+        }
+        assert_eq!(set.find(Some("rsa"), "RS256").map(Key::alg), Some("RS256"));
+        assert!(
+            set.find(None, "RS256").is_some(),
+            "the only RS256 key, without a kid"
+        );
+        assert!(KeySet::parse("{}").is_err());
+    }
+}

@@ -1,0 +1,204 @@
+//! OIDC access tokens: a JWS in compact form, signed with RS256, ES256 or EdDSA by a key from the
+//! identity provider's JWKS, with issuer, audience, expiry and not-before checked. `none` and
+//! HMAC algorithms are refused outright, so a public key can never serve as an HMAC secret.
+
+use std::collections::HashMap;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
+use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
+use serde_json::Value;
+
+use super::jwks::{Key, KeySet, KeySource, RemoteKeys};
+use super::{AuthError, Identity, Role};
+use crate::config::Config;
+
+/// Clock skew tolerated between Flow and the identity provider.
+pub const LEEWAY_SECS: i64 = 60;
+
+/// Verifies bearer JWTs for one issuer and audience.
+#[derive(Debug)]
+pub struct JwtVerifier {
+    keys: KeySource,
+    issuer: String,
+    audience: String,
+    roles_claim: String,
+    role_map: HashMap<String, Role>,
+}
+
+/// Parses `FLOW_JWT_ROLE_MAP` (`dc-admins=admin,noc=operator`).
+pub fn parse_role_map(spec: &str) -> Result<HashMap<String, Role>, String> {
+    let mut map = HashMap::new();
+    for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (group, role) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("{pair:?} is not group=role"))?;
+        let role = Role::parse(role)
+            .ok_or_else(|| format!("{role:?} is not a role (viewer, operator, editor or admin)"))?;
+        map.insert(group.trim().to_string(), role);
+    }
+    Ok(map)
+}
+
+impl JwtVerifier {
+    /// From validated configuration (`Config::validate` checked every `FLOW_JWT_*` value).
+    pub fn from_config(config: &Config) -> Self {
+        let keys = if config.jwt_jwks_url.is_empty() {
+            KeySource::Static(
+                std::fs::read_to_string(&config.jwt_jwks_file)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| KeySet::parse(&text)),
+            )
+        } else {
+            KeySource::Remote(RemoteKeys::new(config.jwt_jwks_url.clone()))
+        };
+        Self {
+            keys,
+            issuer: config.jwt_issuer.clone(),
+            audience: config.jwt_audience.clone(),
+            roles_claim: config.jwt_roles_claim.clone(),
+            role_map: parse_role_map(&config.jwt_role_map).unwrap_or_default(),
+        }
+    }
+
+    pub async fn verify(&self, token: &str, now: DateTime<Utc>) -> Result<Identity, AuthError> {
+        let mut parts = token.split('.');
+        let (Some(header), Some(payload), Some(sig), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(AuthError::Invalid);
+        };
+        let header: Value = decode_json(header)?;
+        let alg = header["alg"].as_str().ok_or(AuthError::Invalid)?;
+        if !matches!(alg, "RS256" | "ES256" | "EdDSA") {
+            return Err(AuthError::Invalid);
+        }
+        let kid = header["kid"].as_str();
+        let key = self.keys.find(kid, alg).await?.ok_or(AuthError::Invalid)?;
+        let signature = URL_SAFE_NO_PAD
+            .decode(sig)
+            .map_err(|_| AuthError::Invalid)?;
+        let signed = &token[..header_len(token)];
+        verify_signature(&key, signed.as_bytes(), &signature)?;
+        let claims: Value = decode_json(payload)?;
+        self.check_claims(&claims, now)?;
+        let subject = claims["sub"].as_str().ok_or(AuthError::Invalid)?;
+        Ok(Identity::new(
+            format!("user:{subject}"),
+            self.roles(&claims),
+        ))
+    }
+
+    fn check_claims(&self, claims: &Value, now: DateTime<Utc>) -> Result<(), AuthError> {
+        let now = now.timestamp();
+        // An access token without an expiry would be valid forever: refused.
+        let exp = claims["exp"].as_i64().ok_or(AuthError::Invalid)?;
+        if now > exp + LEEWAY_SECS {
+            return Err(AuthError::Expired);
+        }
+        if let Some(nbf) = claims.get("nbf") {
+            let nbf = nbf.as_i64().ok_or(AuthError::Invalid)?;
+            if now + LEEWAY_SECS < nbf {
+                return Err(AuthError::Invalid);
+            }
+        }
+        if claims["iss"].as_str() != Some(self.issuer.as_str()) {
+            return Err(AuthError::Invalid);
+        }
+        let audience_ok = match &claims["aud"] {
+            Value::String(aud) => *aud == self.audience,
+            Value::Array(auds) => auds.iter().any(|a| a.as_str() == Some(&self.audience)),
+            _ => false,
+        };
+        if !audience_ok {
+            return Err(AuthError::Invalid);
+        }
+        Ok(())
+    }
+
+    /// The Flow roles of the configured claim's values (a list, or a space-separated string; a
+    /// dotted name such as `realm_access.roles` reaches into nested objects). Without a role
+    /// map the values must be Flow role names; with one, only mapped values count.
+    fn roles(&self, claims: &Value) -> Vec<Role> {
+        let mut value = claims;
+        for step in self.roles_claim.split('.') {
+            value = &value[step];
+        }
+        let names: Vec<&str> = match value {
+            Value::String(s) => s.split_whitespace().collect(),
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let mut roles: Vec<Role> = names
+            .into_iter()
+            .filter_map(|name| {
+                if self.role_map.is_empty() {
+                    Role::parse(name)
+                } else {
+                    self.role_map.get(name).copied()
+                }
+            })
+            .collect();
+        roles.dedup();
+        roles
+    }
+}
+
+/// Length of `header.payload`, the signed part of a compact JWS.
+fn header_len(token: &str) -> usize {
+    token.rfind('.').unwrap_or(0)
+}
+
+fn decode_json(part: &str) -> Result<Value, AuthError> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(part)
+        .map_err(|_| AuthError::Invalid)?;
+    serde_json::from_slice(&bytes).map_err(|_| AuthError::Invalid)
+}
+
+fn verify_signature(key: &Key, message: &[u8], sig: &[u8]) -> Result<(), AuthError> {
+    let result = match key {
+        Key::Rsa { n, e } => RsaPublicKeyComponents { n, e }.verify(
+            &signature::RSA_PKCS1_2048_8192_SHA256,
+            message,
+            sig,
+        ),
+        Key::P256 { point } => {
+            UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, point).verify(message, sig)
+        }
+        Key::Ed25519 { x } => UnparsedPublicKey::new(&signature::ED25519, x).verify(message, sig),
+    };
+    result.map_err(|_| AuthError::Invalid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn role_maps_parse_and_name_bad_roles() {
+        let map = parse_role_map("dc-admins=admin, noc=operator").unwrap();
+        assert_eq!(map["dc-admins"], Role::Admin);
+        assert_eq!(map["noc"], Role::Operator);
+        assert!(parse_role_map("noc=root").unwrap_err().contains("root"));
+        assert!(parse_role_map("noc").is_err());
+    }
+
+    #[test]
+    fn roles_come_from_lists_strings_and_nested_claims() {
+        let mut v = JwtVerifier {
+            keys: KeySource::Static(Ok(KeySet::default())),
+            issuer: "i".into(),
+            audience: "a".into(),
+            roles_claim: "roles".into(),
+            role_map: HashMap::new(),
+        };
+        let claims = serde_json::json!({"roles": "viewer editor bogus"});
+        assert_eq!(v.roles(&claims), [Role::Viewer, Role::Editor]);
+        v.roles_claim = "realm_access.roles".into();
+        v.role_map = parse_role_map("noc=operator").unwrap();
+        let claims = serde_json::json!({"realm_access": {"roles": ["noc", "admin"]}});
+        assert_eq!(v.roles(&claims), [Role::Operator]);
+    }
+}

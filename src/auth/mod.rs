@@ -1,0 +1,204 @@
+//! Who is calling: Flow's roles, the identities bearer credentials resolve to (OIDC JWTs and
+//! API tokens), and the `FLOW_AUTH` modes. Knows nothing of HTTP; `api::access` applies it.
+
+pub mod jwks;
+pub mod jwt;
+pub mod tokens;
+
+use std::fmt;
+use std::sync::Arc;
+
+use sea_orm::DatabaseConnection;
+use serde::{Deserialize, Serialize};
+
+use crate::app::Clock;
+use crate::config::Config;
+
+/// What a caller may do. Not a ladder: an editor cannot power racks, an operator cannot edit the
+/// inventory; an admin may do everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Every read, event streams and dry runs.
+    Viewer,
+    /// Viewer + run operations, cancel tasks, live validation, trigger/pause/resume schedules.
+    Operator,
+    /// Viewer + inventory writes (racks, components, NVL domains).
+    Editor,
+    /// Everything, including rules, schedule definitions, purge, tokens and the audit log.
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Viewer, Role::Operator, Role::Editor, Role::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+            Role::Editor => "editor",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s.trim())
+    }
+
+    /// Whether holding `self` is enough for a route that needs `needed`.
+    pub fn grants(self, needed: Role) -> bool {
+        self == Role::Admin || needed == Role::Viewer || self == needed
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A caller whose credentials checked out, or the system acting on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// As the audit log and `created_by` show it: `user:<sub>`, `token:<name>`,
+    /// `schedule:<name>`, `anonymous` (`FLOW_AUTH=none`).
+    pub actor: String,
+    /// Every Flow role the credentials carry (an IdP user may be in several groups).
+    pub roles: Vec<Role>,
+}
+
+impl Identity {
+    pub fn new(actor: impl Into<String>, roles: Vec<Role>) -> Self {
+        Self {
+            actor: actor.into(),
+            roles,
+        }
+    }
+
+    /// `FLOW_AUTH=none`: everyone may do everything, recorded as `anonymous`.
+    pub fn anonymous() -> Self {
+        Self::new("anonymous", vec![Role::Admin])
+    }
+
+    /// A schedule firing, cancelling or submitting on its own timer.
+    pub fn schedule(name: &str) -> Self {
+        Self::new(format!("schedule:{name}"), vec![Role::Operator])
+    }
+
+    /// The role that allows `needed`, if any (the one the audit log records).
+    pub fn role_for(&self, needed: Role) -> Option<Role> {
+        if self.roles.contains(&needed) {
+            return Some(needed);
+        }
+        self.roles.iter().copied().find(|r| r.grants(needed))
+    }
+
+    /// The strongest role held, for the audit log of requests that were refused.
+    pub fn main_role(&self) -> Option<Role> {
+        [Role::Admin, Role::Editor, Role::Operator, Role::Viewer]
+            .into_iter()
+            .find(|r| self.roles.contains(r))
+    }
+}
+
+/// The actor of the running request or schedule, for `created_by` columns.
+pub fn audit_actor() -> String {
+    crate::audit::current_actor().unwrap_or_else(|| "system".into())
+}
+
+/// Which credentials `FLOW_AUTH` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Modes {
+    pub jwt: bool,
+    pub token: bool,
+}
+
+impl Modes {
+    /// `jwt`, `token`, `jwt,token` (either order) or `none`; `None` for anything else.
+    pub fn parse(value: &str) -> Option<Modes> {
+        let mut modes = Modes {
+            jwt: false,
+            token: false,
+        };
+        let value = value.trim();
+        if value == "none" {
+            return Some(modes);
+        }
+        for part in value.split(',').map(str::trim) {
+            match part {
+                "jwt" if !modes.jwt => modes.jwt = true,
+                "token" if !modes.token => modes.token = true,
+                _ => return None,
+            }
+        }
+        Some(modes)
+    }
+
+    pub fn is_none(self) -> bool {
+        !self.jwt && !self.token
+    }
+}
+
+/// Why a bearer credential was not accepted. Unknown and wrong tokens are both `Invalid` with the
+/// same message, so an answer never tells which secrets exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    #[error("missing bearer token")]
+    Missing,
+    #[error("the token has expired")]
+    Expired,
+    #[error("invalid token")]
+    Invalid,
+    /// The identity provider's keys could not be fetched.
+    #[error("the identity provider's keys are unavailable")]
+    KeysUnavailable,
+}
+
+/// Resolves bearer credentials to identities according to `FLOW_AUTH`.
+pub struct Authenticator {
+    modes: Modes,
+    jwt: Option<jwt::JwtVerifier>,
+    db: DatabaseConnection,
+    clock: Arc<dyn Clock>,
+}
+
+impl fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("modes", &self.modes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authenticator {
+    /// From the configuration; an unset `FLOW_AUTH` means `none` here (library use and tests),
+    /// `flow serve` and `flow worker` refuse it before they get this far.
+    pub fn new(config: &Config, db: DatabaseConnection, clock: Arc<dyn Clock>) -> Self {
+        let modes = config.auth_modes().unwrap_or(Modes {
+            jwt: false,
+            token: false,
+        });
+        let jwt = modes.jwt.then(|| jwt::JwtVerifier::from_config(config));
+        Self {
+            modes,
+            jwt,
+            db,
+            clock,
+        }
+    }
+
+    pub fn modes(&self) -> Modes {
+        self.modes
+    }
+
+    /// Checks a bearer credential. API tokens are told apart from JWTs by their `flow_` prefix.
+    pub async fn authenticate(&self, bearer: &str) -> Result<Identity, AuthError> {
+        if self.modes.token && bearer.starts_with(tokens::PREFIX) {
+            return tokens::verify(&self.db, bearer, self.clock.now()).await;
+        }
+        match &self.jwt {
+            Some(verifier) => verifier.verify(bearer, self.clock.now()).await,
+            None => Err(AuthError::Invalid),
+        }
+    }
+}

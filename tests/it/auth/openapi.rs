@@ -1,0 +1,83 @@
+//! Every route of the OpenAPI document has a decision in the access table, and the document
+//! carries it: `bearerAuth`, `security` on every operation, the role, 401/403.
+
+use std::collections::BTreeSet;
+
+use flow::api::access::{ROUTES, access_for};
+
+fn operations() -> Vec<(String, String, serde_json::Value)> {
+    let doc = serde_json::to_value(flow::api::openapi()).unwrap();
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if ["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                out.push((method.to_uppercase(), path.clone(), op.clone()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_route_of_the_document_has_an_access_decision() {
+    let missing: Vec<String> = operations()
+        .into_iter()
+        .filter(|(m, p, _)| access_for(m, p).is_none())
+        .map(|(m, p, _)| format!("{m} {p}"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "add a line to api::access::ROUTES for: {missing:?}"
+    );
+    let mut seen = BTreeSet::new();
+    for (method, path, _) in ROUTES {
+        assert!(
+            seen.insert((method, path)),
+            "{method} {path} is listed twice"
+        );
+    }
+}
+
+#[test]
+fn every_operation_says_how_it_is_secured() {
+    let doc = serde_json::to_value(flow::api::openapi()).unwrap();
+    let scheme = &doc["components"]["securitySchemes"]["bearerAuth"];
+    assert_eq!(scheme["type"], "http");
+    assert_eq!(scheme["scheme"], "bearer");
+    for (method, path, op) in operations() {
+        let security = op["security"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{method} {path}: no security"));
+        let public = ["/healthz", "/readyz"].contains(&path.as_str());
+        if public {
+            assert!(security.is_empty(), "{method} {path} is public");
+            continue;
+        }
+        assert_eq!(
+            security[0]["bearerAuth"],
+            serde_json::json!([]),
+            "{method} {path}"
+        );
+        let description = op["description"].as_str().unwrap_or_default();
+        assert!(
+            description.contains("Requires the `"),
+            "{method} {path}: {description}"
+        );
+        for status in ["401", "403"] {
+            assert!(
+                op["responses"][status].is_object(),
+                "{method} {path} lacks {status}"
+            );
+        }
+    }
+    let power_off = operations()
+        .into_iter()
+        .find(|(m, p, _)| m == "POST" && p == "/v1/operations/power-off")
+        .unwrap();
+    assert!(
+        power_off.2["description"]
+            .as_str()
+            .unwrap()
+            .contains("`operator`")
+    );
+}
