@@ -92,7 +92,7 @@ impl Problem {
         };
         let detail = match service {
             "temporal" => {
-                "the workflow engine (Temporal) is unavailable; nothing was started, retry later"
+                "the workflow engine (Temporal) is unavailable; retry later (an operation refused so created no task)"
                     .to_string()
             }
             other => format!("{other} is unavailable; retry later"),

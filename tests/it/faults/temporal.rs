@@ -135,6 +135,21 @@ async fn flow_starts_while_temporal_is_down_serves_the_inventory_and_runs_operat
         // Split roles, as a scaled deployment runs them: both must start without Temporal.
         let api = FlowProcess::spawn(&["serve", "--no-worker"], &vars);
         let worker = FlowProcess::spawn(&["worker"], &vars);
+        // And the all-in-one `flow serve` (API + worker) beside them, on a port of its own.
+        let both_port = free_port();
+        let mut both_vars = vars.clone();
+        both_vars.retain(|(k, _)| *k != "FLOW_LISTEN");
+        both_vars.push(("FLOW_LISTEN", format!("127.0.0.1:{both_port}")));
+        let both = FlowProcess::spawn(&["serve"], &both_vars);
+        let both_http = Http::new(both_port);
+        both_http.wait_up(&both).await;
+        let ready = both_http.call("GET", "/readyz", None).await;
+        assert_eq!(ready.status, 503, "{ready:?}");
+        assert_eq!(
+            ready.body["checks"]["worker"]["status"], "down",
+            "{ready:?}"
+        );
+        assert_eq!(both_http.call("GET", "/v1/racks", None).await.status, 200);
         let http = Http::new(port);
         http.wait_up(&api).await;
         let ready = http.call("GET", "/readyz", None).await;
@@ -157,6 +172,16 @@ async fn flow_starts_while_temporal_is_down_serves_the_inventory_and_runs_operat
 
         temporal.start().await;
         operation_succeeds(&http, "rack-0001").await;
+        let ready = eventually(
+            Duration::from_secs(30),
+            "the all-in-one is ready",
+            || async {
+                let a = both_http.call("GET", "/readyz", None).await;
+                (a.status == 200).then_some(a)
+            },
+        )
+        .await;
+        assert_eq!(ready.body["checks"]["worker"]["status"], "up", "{ready:?}");
         let output = api.output();
         assert_eq!(
             output.matches("Temporal is unreachable").count(),
@@ -164,6 +189,7 @@ async fn flow_starts_while_temporal_is_down_serves_the_inventory_and_runs_operat
             "one line per change of state:\n{output}"
         );
         drop(worker);
+        drop(both);
         temporal.stop().await;
     })
     .await
