@@ -7,6 +7,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+mod effective;
+mod validate;
+
 /// Every environment variable the binary reads, for docs and for the docker-compose check.
 pub const ENV_VARS: &[&str] = &[
     "FLOW_CONFIG",
@@ -189,6 +192,7 @@ impl Config {
         config.apply_legacy(env)?;
         config.apply_env(env)?;
         config.validate()?;
+        crate::telemetry::trace::check_env(env).map_err(ConfigError)?;
         Ok(config)
     }
 
@@ -210,11 +214,6 @@ impl Config {
             self.log = v.clone();
         }
         if let Some(v) = get("FLOW_LOG_FORMAT") {
-            if v != "text" && v != "json" {
-                return Err(ConfigError(format!(
-                    "FLOW_LOG_FORMAT must be text or json, not {v:?}"
-                )));
-            }
             self.log_format = v.clone();
         }
         if let Some(v) = get("FLOW_MAX_BODY_BYTES") {
@@ -290,35 +289,6 @@ impl Config {
             if let Some(v) = get(key) {
                 *field = parse(key, v)?;
             }
-        }
-        Ok(())
-    }
-
-    /// Checks values wherever they came from (file or variables), naming the variable.
-    fn validate(&self) -> Result<(), ConfigError> {
-        crate::components::registry::parse_spec(&self.component_managers)
-            .map_err(|e| ConfigError(format!("FLOW_COMPONENT_MANAGERS: {e}")))?;
-        if !(10..=60_000).contains(&self.schedule_tick_ms) {
-            return Err(ConfigError(format!(
-                "FLOW_SCHEDULE_TICK_MS must be between 10 and 60000, not {}",
-                self.schedule_tick_ms
-            )));
-        }
-        if self.psm_timeout_secs == 0 {
-            return Err(ConfigError(
-                "FLOW_PSM_TIMEOUT_SECS must be at least 1".into(),
-            ));
-        }
-        if self.observe_timeout_secs == 0 {
-            return Err(ConfigError(
-                "FLOW_OBSERVE_TIMEOUT_SECS must be at least 1".into(),
-            ));
-        }
-        if !(0.0..=1.0).contains(&self.sim_failure_rate) {
-            return Err(ConfigError(format!(
-                "FLOW_SIM_FAILURE_RATE must be between 0 and 1, not {}",
-                self.sim_failure_rate
-            )));
         }
         Ok(())
     }

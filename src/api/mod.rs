@@ -1,7 +1,9 @@
 //! The HTTP layer: routes, middleware, OpenAPI document and Swagger UI. Only this module knows HTTP.
 
 pub mod components;
+pub mod doc_pass;
 pub mod extract;
+pub mod metrics;
 pub mod nvl_domains;
 pub mod openapi;
 pub mod operations;
@@ -30,6 +32,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::app::AppState;
+use crate::telemetry::trace;
 use problem::Problem;
 
 /// Every route with its OpenAPI description, before state and middleware are attached.
@@ -44,20 +47,22 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(validation::routes())
         .merge(schedules::routes())
         .merge(system::routes())
+        .merge(metrics::routes())
 }
 
 /// The OpenAPI document, exactly as `/openapi.json` serves it.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    api_router().split_for_parts().1
+pub fn openapi() -> doc_pass::Document {
+    doc_pass::finish(&api_router().split_for_parts().1)
 }
 
 /// The complete HTTP application: routes, Swagger UI, and the middleware stack.
 pub fn router(state: AppState) -> Router {
     let config = state.config().clone();
     let (routes, doc) = api_router().split_for_parts();
+    let doc = doc_pass::finish(&doc);
     let request_id = axum::http::HeaderName::from_static("x-request-id");
     let mut app = routes
-        .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", doc))
+        .merge(SwaggerUi::new("/swagger-ui").external_url_unchecked("/openapi.json", doc.0))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -73,14 +78,22 @@ pub fn router(state: AppState) -> Router {
                 "internal error; see the server log",
             )
             .into_response()
-        }));
+        }))
+        // Outside the timeout and panic layers, so 408s and 500s are counted too.
+        .layer(axum::middleware::from_fn(metrics::track));
     if config.dev_mode {
         app = app.layer(CorsLayer::permissive());
     }
     app.layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
             let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
-            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id, trace_id = tracing::field::Empty);
+            // A caller's `traceparent` makes this request part of its trace; log lines carry the id.
+            trace::continue_from(&span, req.headers());
+            if let Some(trace_id) = trace::trace_id(&span) {
+                span.record("trace_id", trace_id);
+            }
+            span
         })
         .on_response(LogResponse))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))

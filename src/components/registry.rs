@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::components::ManagerSet;
+use crate::components::metered::metered;
 use crate::components::providers::{Providers, PsmManager, PsmSettings, SimConfig, SimDevices};
 use crate::config::Config;
 use crate::inventory::model::ComponentType;
@@ -98,7 +99,7 @@ impl Registry {
                     psm_set(manager)
                 }
             };
-            registry.sets.insert(kind, set);
+            registry = registry.with(kind, set);
         }
         Ok(registry)
     }
@@ -117,9 +118,10 @@ impl Registry {
         Self::from_spec(&config.component_managers, &providers)
     }
 
-    /// Adds or replaces the managers of one type (tests use it to plug in fakes).
+    /// Adds or replaces the managers of one type (tests use it to plug in fakes). Every call
+    /// into them is counted, timed and traced ([`metered`]), whichever provider they are.
     pub fn with(mut self, kind: ComponentType, set: ManagerSet) -> Self {
-        self.sets.insert(kind, set);
+        self.sets.insert(kind, metered(set));
         self
     }
 

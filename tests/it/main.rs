@@ -15,6 +15,7 @@ mod components;
 mod dev;
 mod durability;
 mod migrations;
+mod observability;
 mod operations;
 mod rules;
 mod schedules;
