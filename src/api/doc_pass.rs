@@ -58,6 +58,7 @@ pub fn apply(doc: &mut Value) {
     }
     responses::links(doc);
     examples::schemas(doc);
+    examples::responses(doc);
 }
 
 /// The object under `key`, created empty when missing, as an iterator of mutable entries.

@@ -152,3 +152,32 @@ pub fn schemas(doc: &mut Value) {
         }
     }
 }
+
+/// Success responses whose schema is written inline (a bare array, a string) get an example
+/// of their own; those that reference a component schema show that schema's example.
+pub fn responses(doc: &mut Value) {
+    let all = doc["components"]["schemas"].clone();
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for op in paths
+        .values_mut()
+        .filter_map(Value::as_object_mut)
+        .flat_map(|ops| ops.values_mut())
+    {
+        let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for media in responses
+            .values_mut()
+            .filter_map(|r| r.get_mut("content").and_then(Value::as_object_mut))
+            .flat_map(|c| c.values_mut())
+        {
+            let inline = media.get("schema").is_some_and(|s| s.get("$ref").is_none());
+            if inline && media.get("example").is_none() && media.get("examples").is_none() {
+                let example = of("response", &media["schema"], &all, 0);
+                media["example"] = example;
+            }
+        }
+    }
+}
