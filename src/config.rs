@@ -365,6 +365,8 @@ mod tests {
         assert_eq!(c.temporal_address, "http://temporal:7233");
         assert_eq!(c.psm_url, "http://psm:50052");
         assert!(!format!("{c:?}").contains("s3cret"));
+        let bare = Config::load(&env(&[("FLOW_PSM_URL", "psm.internal:50052")])).unwrap();
+        assert_eq!(bare.psm_url, "psm.internal:50052");
         let c = Config::load(&env(&[
             ("DB_ADDR", "db"),
             ("FLOW_DATABASE_URL", "sqlite://x.db"),
@@ -391,6 +393,17 @@ mod tests {
             ("FLOW_OBSERVE_TIMEOUT_SECS", "0"),
             ("FLOW_SCHEDULE_TICK_MS", "0"),
             ("FLOW_SCHEDULE_TICK_MS", "1s"),
+            ("FLOW_REQUEST_TIMEOUT_SECS", "0"),
+            ("FLOW_MAX_BODY_BYTES", "0"),
+            ("FLOW_LOG", "info,flow=loud"),
+            ("FLOW_LOG_FORMAT", "xml"),
+            ("FLOW_DATABASE_URL", "mysql://db/flow"),
+            ("FLOW_TEMPORAL_ADDRESS", "ftp://temporal:7233"),
+            ("FLOW_TEMPORAL_NAMESPACE", " "),
+            ("FLOW_PSM_URL", "ftp://psm:50052"),
+            ("FLOW_PSM_URL", "psm host:50052"),
+            ("FLOW_SIM_FIRMWARE_SECS", "1000000"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"),
         ] {
             let err = Config::load(&env(&[(key, value)])).unwrap_err();
             assert!(err.to_string().contains(key), "{key}={value}: {err}");

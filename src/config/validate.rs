@@ -116,7 +116,13 @@ impl Config {
             }
         }
         range("schedule_tick_ms", self.schedule_tick_ms, 10..=60_000)?;
-        http_url(&name("psm_url"), &self.psm_url)?;
+        // `host:port` is accepted as plain HTTP/2, as the PSM client reads it.
+        let psm = if self.psm_url.contains("://") {
+            self.psm_url.clone()
+        } else {
+            format!("http://{}", self.psm_url)
+        };
+        http_url(&name("psm_url"), &psm)?;
         range("psm_timeout_secs", self.psm_timeout_secs, 1..=600)?;
         crate::components::registry::parse_spec(&self.component_managers)
             .map_err(|e| ConfigError(format!("{}: {e}", name("component_managers"))))?;
