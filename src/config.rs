@@ -7,6 +7,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+mod effective;
+mod validate;
+
 /// Every environment variable the binary reads, for docs and for the docker-compose check.
 pub const ENV_VARS: &[&str] = &[
     "FLOW_CONFIG",
@@ -313,6 +316,7 @@ impl Config {
         config.apply_legacy(env)?;
         config.apply_env(env)?;
         config.validate()?;
+        crate::telemetry::trace::check_env(env).map_err(ConfigError)?;
         Ok(config)
     }
 
@@ -334,11 +338,6 @@ impl Config {
             self.log = v.clone();
         }
         if let Some(v) = get("FLOW_LOG_FORMAT") {
-            if v != "text" && v != "json" {
-                return Err(ConfigError(format!(
-                    "FLOW_LOG_FORMAT must be text or json, not {v:?}"
-                )));
-            }
             self.log_format = v.clone();
         }
         if let Some(v) = get("FLOW_MAX_BODY_BYTES") {
@@ -562,48 +561,6 @@ impl Config {
         Ok(())
     }
 
-    /// Checks values wherever they came from (file or variables), naming the variable.
-    fn validate(&self) -> Result<(), ConfigError> {
-        crate::components::registry::parse_spec(&self.component_managers)
-            .map_err(|e| ConfigError(format!("FLOW_COMPONENT_MANAGERS: {e}")))?;
-        if !(10..=60_000).contains(&self.schedule_tick_ms) {
-            return Err(ConfigError(format!(
-                "FLOW_SCHEDULE_TICK_MS must be between 10 and 60000, not {}",
-                self.schedule_tick_ms
-            )));
-        }
-        if self.psm_timeout_secs == 0 {
-            return Err(ConfigError(
-                "FLOW_PSM_TIMEOUT_SECS must be at least 1".into(),
-            ));
-        }
-        if self.temporal_address.trim().is_empty() {
-            return Err(ConfigError(
-                "FLOW_TEMPORAL_ADDRESS is empty: set the Temporal frontend address, or `none` for an inventory-only process".into(),
-            ));
-        }
-        if !(1..=60).contains(&self.db_acquire_timeout_secs) {
-            return Err(ConfigError(format!(
-                "FLOW_DB_ACQUIRE_TIMEOUT_SECS must be between 1 and 60, not {}",
-                self.db_acquire_timeout_secs
-            )));
-        }
-        if self.observe_timeout_secs == 0 {
-            return Err(ConfigError(
-                "FLOW_OBSERVE_TIMEOUT_SECS must be at least 1".into(),
-            ));
-        }
-        self.validate_redfish()?;
-        self.validate_auth()?;
-        if !(0.0..=1.0).contains(&self.sim_failure_rate) {
-            return Err(ConfigError(format!(
-                "FLOW_SIM_FAILURE_RATE must be between 0 and 1, not {}",
-                self.sim_failure_rate
-            )));
-        }
-        Ok(())
-    }
-
     /// Redfish settings that cannot work, and a Redfish manager with no login to send.
     fn validate_redfish(&self) -> Result<(), ConfigError> {
         if !matches!(self.redfish_scheme.as_str(), "https" | "http") {
@@ -714,6 +671,8 @@ mod tests {
         assert_eq!(c.temporal_address, "http://temporal:7233");
         assert_eq!(c.psm_url, "http://psm:50052");
         assert!(!format!("{c:?}").contains("s3cret"));
+        let bare = Config::load(&env(&[("FLOW_PSM_URL", "psm.internal:50052")])).unwrap();
+        assert_eq!(bare.psm_url, "psm.internal:50052");
         let c = Config::load(&env(&[
             ("DB_ADDR", "db"),
             ("FLOW_DATABASE_URL", "sqlite://x.db"),
@@ -745,6 +704,17 @@ mod tests {
             ("FLOW_DB_ACQUIRE_TIMEOUT_SECS", "0"),
             ("FLOW_DB_ACQUIRE_TIMEOUT_SECS", "2s"),
             ("FLOW_SHUTDOWN_GRACE_SECS", "-1"),
+            ("FLOW_REQUEST_TIMEOUT_SECS", "0"),
+            ("FLOW_MAX_BODY_BYTES", "0"),
+            ("FLOW_LOG", "info,flow=loud"),
+            ("FLOW_LOG_FORMAT", "xml"),
+            ("FLOW_DATABASE_URL", "mysql://db/flow"),
+            ("FLOW_TEMPORAL_ADDRESS", "ftp://temporal:7233"),
+            ("FLOW_TEMPORAL_NAMESPACE", " "),
+            ("FLOW_PSM_URL", "ftp://psm:50052"),
+            ("FLOW_PSM_URL", "psm host:50052"),
+            ("FLOW_SIM_FIRMWARE_SECS", "1000000"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"),
         ] {
             let err = Config::load(&env(&[(key, value)])).unwrap_err();
             assert!(err.to_string().contains(key), "{key}={value}: {err}");

@@ -48,6 +48,11 @@ enum Command {
     },
     /// Print the OpenAPI document (what /openapi.json serves).
     Openapi,
+    /// The server's configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     // Boxed: the client commands' options dwarf the other variants.
     #[command(flatten)]
     Client(Box<flow::cli::ClientCommand>),
@@ -60,6 +65,14 @@ enum DbCommand {
         #[command(subcommand)]
         action: Option<MigrateAction>,
     },
+}
+
+#[derive(Subcommand, Clone, Copy)]
+enum ConfigCommand {
+    /// Check every setting (defaults, the FLOW_CONFIG file, FLOW_* and OTEL_* variables) and
+    /// print the effective configuration as TOML, secrets redacted; exits 2 on a problem,
+    /// naming the setting.
+    Check,
 }
 
 #[derive(Subcommand, Clone, Copy)]
@@ -96,9 +109,15 @@ async fn main() -> anyhow::Result<()> {
         }
         std::process::exit(flow::cli::run(&cli.client, command, Cli::command).await);
     }
+    if let Command::Config {
+        command: ConfigCommand::Check,
+    } = &cli.command
+    {
+        std::process::exit(config_check());
+    }
     let mut config = Config::from_env()?;
     match cli.command {
-        Command::Client(_) => Ok(()), // ran above
+        Command::Client(_) | Command::Config { .. } => Ok(()), // ran above
         Command::Openapi => {
             let doc = api::openapi().to_pretty_json()?;
             // A closed pipe (`flow openapi | head`) is not an error worth a panic.
@@ -108,7 +127,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Db {
             command: DbCommand::Migrate { action },
         } => {
-            telemetry::init(&config.log, &config.log_format);
+            let _telemetry = telemetry::init(&config.log, &config.log_format);
             let conn = db::connect(&db::DbOptions::new(&config.database_url)).await?;
             match action.unwrap_or(MigrateAction::Up) {
                 MigrateAction::Up => Migrator::up(&conn, None).await?,
@@ -150,10 +169,26 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Dev => {
             dev::apply_defaults(&mut config, &std::env::vars().collect());
-            telemetry::init(&config.log, &config.log_format);
+            let telemetry = telemetry::init(&config.log, &config.log_format);
             tracing::info!(?config, "starting flow dev");
             // No context added: each dev error already says what to do.
-            Ok(dev::run(config, shutdown_signal()).await?)
+            let result = dev::run(config, shutdown_signal()).await;
+            telemetry.shutdown();
+            Ok(result?)
+        }
+    }
+}
+
+/// `flow config check`: the effective configuration on stdout, or the problem on stderr.
+fn config_check() -> i32 {
+    match Config::from_env() {
+        Ok(config) => {
+            let _ = write!(std::io::stdout(), "{}", config.effective_toml());
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            2
         }
     }
 }
@@ -167,16 +202,17 @@ FLOW_AUTH=token (API tokens from `flow token create`), FLOW_AUTH=jwt,token (both
 FLOW_AUTH=none to accept every request without credentials (local use only)"
         );
     };
-    telemetry::init(&config.log, &config.log_format);
+    let telemetry = telemetry::init(&config.log, &config.log_format);
     if modes.is_none() {
         tracing::warn!(
             "FLOW_AUTH=none: every request is accepted without credentials and audited as `anonymous`"
         );
     }
     tracing::info!(?config, ?roles, "starting flow");
-    service::run(config, roles, shutdown_signal())
-        .await
-        .context("flow stopped")
+    let result = service::run(config, roles, shutdown_signal()).await;
+    // Buffered spans reach the collector before the process ends.
+    telemetry.shutdown();
+    result.context("flow stopped")
 }
 
 /// `flow token create` straight on the database: how the first admin token comes to exist.

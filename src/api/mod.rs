@@ -3,7 +3,9 @@
 pub mod access;
 pub mod audit;
 pub mod components;
+pub mod doc_pass;
 pub mod extract;
+pub mod metrics;
 pub mod nvl_domains;
 pub mod openapi;
 pub mod operations;
@@ -33,6 +35,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::app::AppState;
+use crate::telemetry::trace;
 use problem::Problem;
 
 /// Every route with its OpenAPI description, before state and middleware are attached.
@@ -49,17 +52,19 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(system::routes())
         .merge(tokens::routes())
         .merge(audit::routes())
+        .merge(metrics::routes())
 }
 
-/// The routes and the document, with the access table's security applied to the document.
-fn parts() -> (axum::Router<AppState>, utoipa::openapi::OpenApi) {
+/// The routes and the finished document: the access table's security applied first, so the
+/// generic pass gives its 401/403 answers examples like every other status.
+fn parts() -> (axum::Router<AppState>, doc_pass::Document) {
     let (routes, mut doc) = api_router().split_for_parts();
     openapi::secure(&mut doc);
-    (routes, doc)
+    (routes, doc_pass::finish(&doc))
 }
 
 /// The OpenAPI document, exactly as `/openapi.json` serves it.
-pub fn openapi() -> utoipa::openapi::OpenApi {
+pub fn openapi() -> doc_pass::Document {
     parts().1
 }
 
@@ -73,7 +78,7 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             access::guard,
         ))
-        .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", doc))
+        .merge(SwaggerUi::new("/swagger-ui").external_url_unchecked("/openapi.json", doc.0))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -89,14 +94,22 @@ pub fn router(state: AppState) -> Router {
                 "internal error; see the server log",
             )
             .into_response()
-        }));
+        }))
+        // Outside the timeout and panic layers, so 408s and 500s are counted too.
+        .layer(axum::middleware::from_fn(metrics::track));
     if config.dev_mode {
         app = app.layer(CorsLayer::permissive());
     }
     app.layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
             let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
-            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id, trace_id = tracing::field::Empty);
+            // A caller's `traceparent` makes this request part of its trace; log lines carry the id.
+            trace::continue_from(&span, req.headers());
+            if let Some(trace_id) = trace::trace_id(&span) {
+                span.record("trace_id", trace_id);
+            }
+            span
         })
         .on_response(LogResponse))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))

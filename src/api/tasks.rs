@@ -19,6 +19,7 @@ use super::schema::task::TaskDoc;
 use crate::app::AppState;
 use crate::error::{Error, Result, Violations};
 use crate::inventory::query::DEFAULT_LIMIT;
+use crate::rules::model::OPERATION_CODES;
 use crate::tasks::model::TaskStatus;
 use crate::tasks::report;
 use crate::tasks::store::{self, TaskFilter};
@@ -68,6 +69,17 @@ impl ListTasksQuery {
                 Some(s) => statuses.push(s),
                 None => v.push("status", format!("unknown task status {raw:?}")),
             }
+        }
+        if let Some(op) = &self.operation
+            && !OPERATION_CODES.contains(&op.as_str())
+        {
+            v.push(
+                "operation",
+                format!(
+                    "unknown operation {op:?} (expected one of: {})",
+                    OPERATION_CODES.join(", ")
+                ),
+            );
         }
         if self.active_only {
             let active = [
@@ -140,11 +152,13 @@ pub struct RackTasksQuery {
 
 /// List a rack's tasks
 ///
-/// The rack's tasks, newest first (also after the rack was purged).
+/// The rack's tasks, newest first (also after the rack was purged). `404` for a rack that
+/// neither exists nor ever had a task, as the rack's other sub-resources answer.
 #[utoipa::path(get, path = "/v1/racks/{id}/tasks", tag = TASKS, params(("id" = uuid::Uuid, Path, description = "Rack id"), RackTasksQuery),
     responses(
         (status = 200, description = "One page of tasks", body = ListResponse<TaskDoc>),
         (status = 400, description = "Bad id, limit or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such rack", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_rack_tasks(
     State(state): State<AppState>,
@@ -159,7 +173,12 @@ pub async fn list_rack_tasks(
         cursor: q.cursor,
         ..Default::default()
     };
-    list(&state, &q).await
+    let page = list(&state, &q).await?;
+    if page.0.items.is_empty() && q.cursor.is_none() {
+        // An empty first page: a rack with no tasks yet, or no rack at all.
+        crate::inventory::racks::get(state.db(), rack_id, false).await?;
+    }
+    Ok(page)
 }
 
 /// A task with its stage report.

@@ -7,8 +7,10 @@ use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use tonic::metadata::{MetadataKey, MetadataValue};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Request, Response, Status};
+use tracing::Instrument;
 
 use super::ClientError;
 
@@ -138,7 +140,20 @@ impl PsmClient {
     {
         let mut request = Request::new(message);
         request.set_timeout(self.timeout);
-        match tokio::time::timeout(self.timeout, send(self.stub(), request)).await {
+        let span = tracing::info_span!("psm", rpc, url = %self.url);
+        // W3C trace context to PSM, so its spans join the operation's trace.
+        let mut headers = http::HeaderMap::new();
+        crate::telemetry::trace::inject_from(&span, &mut headers);
+        for (name, value) in headers.iter() {
+            if let (Ok(key), Ok(value)) = (
+                MetadataKey::from_bytes(name.as_str().as_bytes()),
+                MetadataValue::try_from(value.as_bytes()),
+            ) {
+                request.metadata_mut().insert(key, value);
+            }
+        }
+        let call = tokio::time::timeout(self.timeout, send(self.stub(), request));
+        match call.instrument(span).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(ClientError::from_status(
                 &format!("PSM at {}", self.url),

@@ -7,6 +7,7 @@
 //! [`providers`]; each reports failures per device, as a [`DeviceError`] that says whether a retry
 //! may help.
 
+pub mod metered;
 pub mod providers;
 pub mod registry;
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::clients::redfish::{Credentials, Login, RedfishSettings};
 use crate::components::ManagerSet;
+use crate::components::metered::metered;
 use crate::components::providers::{
     Providers, PsmManager, PsmSettings, PsmTls, RedfishManager, RedfishSetup, SimConfig, SimDevices,
 };
@@ -118,7 +119,7 @@ impl Registry {
                     psm_set(manager)
                 }
             };
-            registry.sets.insert(kind, set);
+            registry = registry.with(kind, set);
         }
         Ok(registry)
     }
@@ -185,9 +186,10 @@ impl Registry {
             .collect()
     }
 
-    /// Adds or replaces the managers of one type (tests use it to plug in fakes).
+    /// Adds or replaces the managers of one type (tests use it to plug in fakes). Every call
+    /// into them is counted, timed and traced ([`metered`]), whichever provider they are.
     pub fn with(mut self, kind: ComponentType, set: ManagerSet) -> Self {
-        self.sets.insert(kind, set);
+        self.sets.insert(kind, metered(set));
         self
     }
 

@@ -118,3 +118,34 @@ pub fn is_outage(err: &DbErr) -> bool {
 pub fn is_unique_violation(err: &DbErr) -> bool {
     matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_)))
 }
+
+/// The pool's connections, for the metrics: open, idle, and the most it may open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub open: u32,
+    pub idle: u32,
+    pub max: u32,
+}
+
+/// Reads the pool's counters (no query is sent).
+pub fn pool_stats(db: &DatabaseConnection) -> PoolStats {
+    match db.get_database_backend() {
+        sea_orm::DbBackend::Postgres => {
+            let pool = db.get_postgres_connection_pool();
+            PoolStats {
+                open: pool.size(),
+                idle: u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
+                max: pool.options().get_max_connections(),
+            }
+        }
+        sea_orm::DbBackend::Sqlite => {
+            let pool = db.get_sqlite_connection_pool();
+            PoolStats {
+                open: pool.size(),
+                idle: u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
+                max: pool.options().get_max_connections(),
+            }
+        }
+        _ => PoolStats::default(),
+    }
+}

@@ -360,3 +360,15 @@ pub async fn rack_counts(
     }
     Ok(out)
 }
+
+/// How many recorded differences there are of each kind (kinds with none are left out).
+pub async fn count_by_kind(db: &impl ConnectionTrait) -> Result<Vec<(String, i64)>> {
+    Ok(drifts::Entity::find()
+        .select_only()
+        .column(drifts::Column::Kind)
+        .column_as(drifts::Column::Id.count(), "n")
+        .group_by(drifts::Column::Kind)
+        .into_tuple()
+        .all(db)
+        .await?)
+}

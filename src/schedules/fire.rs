@@ -135,12 +135,19 @@ impl ScheduleService {
                 Err(e @ (Error::Db(_) | Error::Unavailable { .. })) => {
                     // Leave the rack pending: the run is finished later by recovery.
                     tracing::warn!(schedule = %schedule.id, rack = %result.rack_id, error = %e, "scheduled submission failed; will retry");
+                    crate::telemetry::metrics::schedule_fired("deferred");
                     continue;
                 }
                 Err(e) => RackOutcome::Failed {
                     error: problem_text(&e),
                 },
             };
+            crate::telemetry::metrics::schedule_fired(match result.outcome {
+                RackOutcome::Created { .. } => "created",
+                RackOutcome::Skipped { .. } => "skipped",
+                RackOutcome::Failed { .. } => "failed",
+                RackOutcome::Pending => "pending",
+            });
         }
         run.done = run
             .results

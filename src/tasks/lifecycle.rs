@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use super::engine::RunState;
@@ -11,6 +11,17 @@ use super::model::{StepStatus, Task, TaskStatus};
 use super::service::{TaskService, engine_error};
 use super::{lease, store};
 use crate::error::{Error, Result};
+
+/// Counts a task that this process moved to a terminal status, with its duration from start
+/// (or from creation, for one that never started).
+fn record_end(task: &Task, status: TaskStatus, now: DateTime<Utc>) {
+    let from = task.started_at.unwrap_or(task.created_at);
+    crate::telemetry::metrics::task_ended(
+        task.operation.code(),
+        status.as_str(),
+        (now - from).to_std().ok(),
+    );
+}
 
 /// The lease the reconciler runs under, one process at a time.
 const RECONCILER_LEASE: &str = "task-reconciler";
@@ -58,6 +69,7 @@ impl TaskService {
         }
         txn.commit().await?;
         if cancelled {
+            record_end(&task, TaskStatus::Cancelled, self.clock.now());
             store::close_open_steps(&self.db, id, StepStatus::Cancelled, self.clock.now()).await?;
             self.promote(task.rack_id).await?;
         }
@@ -93,6 +105,7 @@ impl TaskService {
         if changed {
             store::close_open_steps(&self.db, id, StepStatus::Cancelled, now).await?;
             let task = store::get(&self.db, id).await?;
+            record_end(&task, status, now);
             self.promote(task.rack_id).await?;
         }
         Ok(())
@@ -113,7 +126,7 @@ impl TaskService {
         let mut promoted = Vec::new();
         for task in waiting {
             if task.queue_expires_at.is_some_and(|at| at <= now) {
-                store::transition(
+                if store::transition(
                     &txn,
                     task.id,
                     &[TaskStatus::Waiting],
@@ -121,7 +134,10 @@ impl TaskService {
                     "expired: queue timeout reached",
                     now,
                 )
-                .await?;
+                .await?
+                {
+                    record_end(&task, TaskStatus::Cancelled, now);
+                }
                 continue;
             }
             if active

@@ -93,6 +93,7 @@ impl TaskService {
 
     /// Turns one operation request into one task per targeted rack and starts their runs.
     /// With an idempotency key, a repeated request returns the first one's answer.
+    #[tracing::instrument(name = "submit", skip_all, fields(operation = spec.operation.code()))]
     pub async fn submit(
         &self,
         spec: &OperationSpec,
@@ -298,6 +299,7 @@ impl TaskService {
 
     /// Plans a pending task from the rack's current inventory and starts its run. A task whose
     /// run cannot be started fails with the reason, so it never sits pending unnoticed.
+    #[tracing::instrument(name = "dispatch", skip_all, fields(task = %task.id, rack = %task.rack_id))]
     pub(super) async fn dispatch(&self, task: &Task) -> Result<()> {
         match self.start_run(task).await? {
             Ok(()) => Ok(()),

@@ -260,3 +260,20 @@ pub async fn last_change(
 
 pub use super::list::{TaskFilter, list};
 pub use super::steps::{close_open_steps, record_plan, steps, update_step};
+
+/// How many tasks are in each of `statuses` right now (statuses with none are left out).
+pub async fn count_by_status(
+    db: &impl ConnectionTrait,
+    statuses: &[TaskStatus],
+) -> Result<Vec<(String, i64)>> {
+    let names: Vec<&str> = statuses.iter().map(|s| s.as_str()).collect();
+    Ok(tasks::Entity::find()
+        .select_only()
+        .column(tasks::Column::Status)
+        .column_as(tasks::Column::Id.count(), "n")
+        .filter(tasks::Column::Status.is_in(names))
+        .group_by(tasks::Column::Status)
+        .into_tuple()
+        .all(db)
+        .await?)
+}

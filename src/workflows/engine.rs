@@ -72,6 +72,12 @@ fn classify(message: &str) -> EngineError {
     }
 }
 
+/// Counts a failed call to Temporal (an existing run is an answer, not a failure).
+fn failed(call: &str, error: EngineError) -> EngineError {
+    crate::telemetry::metrics::temporal_error(call);
+    error
+}
+
 #[async_trait]
 impl WorkflowEngine for TemporalEngine {
     async fn start(
@@ -87,20 +93,28 @@ impl WorkflowEngine for TemporalEngine {
         let options = WorkflowStartOptions::new(self.task_queue.clone(), task_id.to_string())
             .execution_timeout(timeout)
             .build();
+        // The client plugin reads the OpenTelemetry context: hand it this span's trace, so the
+        // workflow continues the request's trace.
+        let start = self
+            .client
+            .start_workflow(RackOperationWorkflow::run, input, options);
+        let span = tracing::Span::current();
         match tokio::time::timeout(
             self.call_timeout,
-            self.client
-                .start_workflow(RackOperationWorkflow::run, input, options),
+            crate::telemetry::trace::with_span_context(&span, start),
         )
         .await
         {
             Ok(Ok(handle)) => Ok(handle.run_id().unwrap_or_default().to_string()),
             Ok(Err(WorkflowStartError::AlreadyStarted { .. })) => Err(EngineError::AlreadyStarted),
-            Ok(Err(e)) => Err(classify(&e.to_string())),
-            Err(_) => Err(EngineError::Unavailable(format!(
-                "starting the workflow took longer than {:?}",
-                self.call_timeout
-            ))),
+            Ok(Err(e)) => Err(failed("start", classify(&e.to_string()))),
+            Err(_) => Err(failed(
+                "start",
+                EngineError::Unavailable(format!(
+                    "starting the workflow took longer than {:?}",
+                    self.call_timeout
+                )),
+            )),
         }
     }
 
@@ -113,8 +127,11 @@ impl WorkflowEngine for TemporalEngine {
             .build();
         match tokio::time::timeout(self.call_timeout, handle.cancel(options)).await {
             Ok(Ok(())) | Ok(Err(WorkflowInteractionError::NotFound(_))) => Ok(()),
-            Ok(Err(e)) => Err(classify(&e.to_string())),
-            Err(_) => Err(EngineError::Unavailable("cancel timed out".into())),
+            Ok(Err(e)) => Err(failed("cancel", classify(&e.to_string()))),
+            Err(_) => Err(failed(
+                "cancel",
+                EngineError::Unavailable("cancel timed out".into()),
+            )),
         }
     }
 
@@ -132,10 +149,14 @@ impl WorkflowEngine for TemporalEngine {
         .await
         {
             Ok(Ok(_)) => Ok(true),
-            Ok(Err(status)) => Err(EngineError::Unavailable(status.message().to_string())),
-            Err(_) => Err(EngineError::Unavailable(format!(
-                "no answer within {PING_TIMEOUT:?}"
-            ))),
+            Ok(Err(status)) => Err(failed(
+                "ping",
+                EngineError::Unavailable(status.message().to_string()),
+            )),
+            Err(_) => Err(failed(
+                "ping",
+                EngineError::Unavailable(format!("no answer within {PING_TIMEOUT:?}")),
+            )),
         }
     }
 
@@ -151,8 +172,13 @@ impl WorkflowEngine for TemporalEngine {
         {
             Ok(Ok(d)) => d,
             Ok(Err(WorkflowInteractionError::NotFound(_))) => return Ok(None),
-            Ok(Err(e)) => return Err(classify(&e.to_string())),
-            Err(_) => return Err(EngineError::Unavailable("describe timed out".into())),
+            Ok(Err(e)) => return Err(failed("state", classify(&e.to_string()))),
+            Err(_) => {
+                return Err(failed(
+                    "state",
+                    EngineError::Unavailable("describe timed out".into()),
+                ));
+            }
         };
         Ok(Some(match described.status() {
             WorkflowExecutionStatus::Running

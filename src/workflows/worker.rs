@@ -39,9 +39,13 @@ pub async fn connect(address: &str, namespace: &str, timeout: Duration) -> Resul
         .await
         .map_err(|_| unavailable(format!("no answer from {address} within {timeout:?}")))?
         .map_err(|e| unavailable(format!("{address}: {e}")))?;
+    // The OpenTelemetry plugin carries trace context through workflow starts, workflows and
+    // activities (the worker takes the client's plugins); with no exporter it only propagates.
     Client::new(
         connection,
-        ClientOptions::new(namespace.to_string()).build(),
+        ClientOptions::new(namespace.to_string())
+            .plugin(crate::telemetry::trace::temporal_plugin())
+            .build(),
     )
     .map_err(unavailable)
 }

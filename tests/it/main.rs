@@ -17,6 +17,7 @@ mod dev;
 mod durability;
 mod faults;
 mod migrations;
+mod observability;
 mod operations;
 mod redfish;
 mod rules;

@@ -49,6 +49,8 @@ struct State {
     registrations: Vec<pb::RegisterPowershelfRequest>,
     upgrades: Vec<pb::UpdatePowershelfFirmwareRequest>,
     dry_run: bool,
+    /// The W3C `traceparent` of every call that carried one, oldest first.
+    traceparents: Vec<String>,
 }
 
 /// A running fake PSM; it stops when dropped.
@@ -81,12 +83,21 @@ impl PsmServer {
         let (shutdown, stop) = oneshot::channel::<()>();
         let fake = service::Fake::new(state.clone(), stalled);
         let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        let seen = state.clone();
+        let record_trace = move |request: tonic::Request<()>| {
+            if let Some(parent) = request.metadata().get("traceparent")
+                && let Ok(parent) = parent.to_str()
+            {
+                seen.lock().unwrap().traceparents.push(parent.to_string());
+            }
+            Ok(request)
+        };
         let mut builder = tonic::transport::Server::builder();
         if let Some(tls) = tls {
             builder = builder.tls_config(tls).unwrap();
         }
         tokio::spawn(builder.serve_with_incoming_shutdown(
-            PowershelfManagerServer::new(fake),
+            PowershelfManagerServer::with_interceptor(fake, record_trace),
             incoming,
             async {
                 let _ = stop.await;
@@ -151,6 +162,11 @@ impl PsmServer {
     /// Lets stalled and new calls through.
     pub fn resume(&self) {
         self.stall.send_replace(false);
+    }
+
+    /// The `traceparent` of every call that carried one, oldest first.
+    pub fn traceparents(&self) -> Vec<String> {
+        self.lock().traceparents.clone()
     }
 
     /// Every call received, oldest first.

@@ -1,0 +1,94 @@
+//! `/metrics` (Prometheus text exposition) and the middleware that counts every request by its
+//! matched route template, so label values stay a closed set whatever paths clients send.
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::openapi::SYSTEM;
+use crate::app::AppState;
+use crate::drift::DiffKind;
+use crate::tasks::model::TaskStatus;
+use crate::telemetry::metrics::{self, METRICS};
+
+/// The route label of requests no route matched (404s for arbitrary paths).
+const UNMATCHED: &str = "unmatched";
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_metrics))
+}
+
+/// Counts and times a request under its route template (`/v1/racks/{rack}`), never the raw path.
+pub async fn track(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| UNMATCHED.to_string(), |p| p.as_str().to_string());
+    let response = next.run(request).await;
+    metrics::http_request(
+        method.as_str(),
+        &route,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
+}
+
+/// Prometheus metrics
+///
+/// Request rates and latencies, task outcomes and durations, tasks not yet ended, device-call
+/// outcomes and latencies per component manager, drift, schedule fires, the database pool and
+/// Temporal client errors, in the Prometheus text format.
+#[utoipa::path(get, path = "/metrics", tag = SYSTEM, responses(
+    (status = 200, description = "Prometheus text exposition", body = String,
+        content_type = "text/plain; version=0.0.4; charset=utf-8",
+        example = "# TYPE flow_tasks_total counter\nflow_tasks_total{operation=\"power_on\",status=\"succeeded\"} 3\n"),
+))]
+pub async fn get_metrics(State(state): State<AppState>) -> Response {
+    refresh_gauges(&state).await;
+    ([(CONTENT_TYPE, metrics::CONTENT_TYPE)], metrics::render()).into_response()
+}
+
+/// Gauges read from the database at scrape time, so every process reports the same truth
+/// however many run. A failed read keeps the last values (and is logged): the scrape still works.
+async fn refresh_gauges(state: &AppState) {
+    let active = [
+        TaskStatus::Waiting,
+        TaskStatus::Pending,
+        TaskStatus::Running,
+    ];
+    match crate::tasks::store::count_by_status(state.db(), &active).await {
+        Ok(counts) => {
+            let known: Vec<&str> = active.iter().map(|s| s.as_str()).collect();
+            metrics::set_gauges(&METRICS.tasks_active, &known, &counts);
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics: counting active tasks failed"),
+    }
+    match crate::drift::store::count_by_kind(state.db()).await {
+        Ok(counts) => {
+            let known = [
+                DiffKind::Missing,
+                DiffKind::Unexpected,
+                DiffKind::Mismatch,
+                DiffKind::Unreachable,
+            ]
+            .map(DiffKind::as_str);
+            metrics::set_gauges(&METRICS.drift_components, &known, &counts);
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics: counting drift failed"),
+    }
+    let pool = crate::db::pool_stats(state.db());
+    for (label, value) in [("open", pool.open), ("idle", pool.idle), ("max", pool.max)] {
+        METRICS
+            .db_pool
+            .with_label_values(&[label])
+            .set(i64::from(value));
+    }
+}

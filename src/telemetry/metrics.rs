@@ -1,0 +1,246 @@
+//! Prometheus metrics: one process-wide registry, the metric families Flow exports, and the
+//! small recording functions the rest of the code calls. Labels are closed sets (route
+//! templates, operation and status names, manager and action names): never ids.
+//!
+//! The `prometheus` crate is the one the Temporal SDK already builds, so metrics add no crate.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+/// The content type of [`render`]'s output.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Request and device-call latencies: from a cached lookup (ms) to a slow BMC (tens of seconds).
+const LATENCY_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+/// Task durations: a power-on takes seconds, a firmware rollout of a rack can take an hour.
+const TASK_BUCKETS: &[f64] = &[
+    1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0,
+];
+
+/// The name of every metric family Flow exports (a family appears in the exposition once it
+/// has a series).
+pub const NAMES: &[&str] = &[
+    "flow_http_requests_total",
+    "flow_http_request_duration_seconds",
+    "flow_tasks_total",
+    "flow_task_duration_seconds",
+    "flow_tasks_active",
+    "flow_device_calls_total",
+    "flow_device_call_duration_seconds",
+    "flow_drift_components",
+    "flow_schedule_fires_total",
+    "flow_db_pool_connections",
+    "flow_temporal_client_errors_total",
+];
+
+/// Every metric family Flow exports.
+pub struct Metrics {
+    registry: Registry,
+    pub http_requests: IntCounterVec,
+    pub http_duration: HistogramVec,
+    pub tasks: IntCounterVec,
+    pub task_duration: HistogramVec,
+    pub tasks_active: IntGaugeVec,
+    pub device_calls: IntCounterVec,
+    pub device_call_duration: HistogramVec,
+    pub drift_components: IntGaugeVec,
+    pub schedule_fires: IntCounterVec,
+    pub db_pool: IntGaugeVec,
+    pub temporal_errors: IntCounterVec,
+}
+
+/// The process-wide metrics. Registration of fixed, valid names cannot fail; a failure would be
+/// a programming error caught by the first test that renders them.
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let metric =
+        IntCounterVec::new(Opts::new(name, help), labels).unwrap_or_else(|e| panic!("{name}: {e}"));
+    registry
+        .register(Box::new(metric.clone()))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    metric
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let metric =
+        IntGaugeVec::new(Opts::new(name, help), labels).unwrap_or_else(|e| panic!("{name}: {e}"));
+    registry
+        .register(Box::new(metric.clone()))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    metric
+}
+
+fn histogram(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: &[f64],
+) -> HistogramVec {
+    let metric = HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+        labels,
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    registry
+        .register(Box::new(metric.clone()))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    metric
+}
+
+impl Metrics {
+    #[allow(clippy::too_many_lines)]
+    fn new() -> Self {
+        let r = Registry::new();
+        Self {
+            http_requests: counter(
+                &r,
+                "flow_http_requests_total",
+                "HTTP requests answered, by method, matched route template and status code",
+                &["method", "route", "status"],
+            ),
+            http_duration: histogram(
+                &r,
+                "flow_http_request_duration_seconds",
+                "Time to answer an HTTP request, by method and matched route template",
+                &["method", "route"],
+                LATENCY_BUCKETS,
+            ),
+            tasks: counter(
+                &r,
+                "flow_tasks_total",
+                "Tasks that reached a terminal status, by operation and status",
+                &["operation", "status"],
+            ),
+            task_duration: histogram(
+                &r,
+                "flow_task_duration_seconds",
+                "Time from a task's start (or creation, if it never started) to its end",
+                &["operation"],
+                TASK_BUCKETS,
+            ),
+            tasks_active: gauge(
+                &r,
+                "flow_tasks_active",
+                "Tasks not yet ended, by status (waiting, pending, running), read from the database",
+                &["status"],
+            ),
+            device_calls: counter(
+                &r,
+                "flow_device_calls_total",
+                "Calls to component managers, by manager, action and outcome",
+                &["manager", "action", "outcome"],
+            ),
+            device_call_duration: histogram(
+                &r,
+                "flow_device_call_duration_seconds",
+                "Duration of calls to component managers, by manager and action",
+                &["manager", "action"],
+                LATENCY_BUCKETS,
+            ),
+            drift_components: gauge(
+                &r,
+                "flow_drift_components",
+                "Components the last drift sync found differing from the inventory, by drift kind",
+                &["kind"],
+            ),
+            schedule_fires: counter(
+                &r,
+                "flow_schedule_fires_total",
+                "Schedule fires, by outcome",
+                &["outcome"],
+            ),
+            db_pool: gauge(
+                &r,
+                "flow_db_pool_connections",
+                "Database pool connections, by state (open, idle, max)",
+                &["state"],
+            ),
+            temporal_errors: counter(
+                &r,
+                "flow_temporal_client_errors_total",
+                "Failed calls to Temporal, by call (start, cancel, state, ping)",
+                &["call"],
+            ),
+            registry: r,
+        }
+    }
+}
+
+/// The text exposition of every metric.
+pub fn render() -> String {
+    let families = METRICS.registry.gather();
+    let mut out = Vec::new();
+    // Encoding into a Vec fails only on invalid metric names, which registration rejected.
+    let _ = TextEncoder::new().encode(&families, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// One answered HTTP request.
+pub fn http_request(method: &str, route: &str, status: u16, elapsed: Duration) {
+    let status = status.to_string();
+    METRICS
+        .http_requests
+        .with_label_values(&[method, route, status.as_str()])
+        .inc();
+    METRICS
+        .http_duration
+        .with_label_values(&[method, route])
+        .observe(elapsed.as_secs_f64());
+}
+
+/// One call to a component manager; `outcome` is `ok` or the failure kind.
+pub fn device_call(manager: &str, action: &str, outcome: &str, elapsed: Duration) {
+    METRICS
+        .device_calls
+        .with_label_values(&[manager, action, outcome])
+        .inc();
+    METRICS
+        .device_call_duration
+        .with_label_values(&[manager, action])
+        .observe(elapsed.as_secs_f64());
+}
+
+/// A task reached a terminal status after `elapsed`.
+pub fn task_ended(operation: &str, status: &str, elapsed: Option<Duration>) {
+    METRICS.tasks.with_label_values(&[operation, status]).inc();
+    if let Some(elapsed) = elapsed {
+        METRICS
+            .task_duration
+            .with_label_values(&[operation])
+            .observe(elapsed.as_secs_f64());
+    }
+}
+
+/// One schedule fire and how it went (`submitted`, `skipped`, `failed`, ...).
+pub fn schedule_fired(outcome: &str) {
+    METRICS.schedule_fires.with_label_values(&[outcome]).inc();
+}
+
+/// A failed call to Temporal.
+pub fn temporal_error(call: &str) {
+    METRICS.temporal_errors.with_label_values(&[call]).inc();
+}
+
+/// Sets a gauge family from a full snapshot: labels absent from it drop to 0.
+pub fn set_gauges(family: &IntGaugeVec, known: &[&str], values: &[(String, i64)]) {
+    for label in known {
+        let value = values
+            .iter()
+            .find(|(l, _)| l == label)
+            .map_or(0, |(_, v)| *v);
+        family.with_label_values(&[*label]).set(value);
+    }
+    for (label, value) in values {
+        if !known.contains(&label.as_str()) {
+            family.with_label_values(&[label.as_str()]).set(*value);
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! OpenTelemetry traces: the `tracing` spans of a request, its submission, the Temporal
+//! workflow and activities and each device call become one trace, exported over OTLP/HTTP when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set. The exporter
+//! reads the standard `OTEL_*` variables itself (headers, timeout, compression); the service
+//! name is `OTEL_SERVICE_NAME`, `flow` by default.
+//!
+//! Context crosses processes as W3C `traceparent`: read from incoming HTTP requests, written
+//! into outgoing calls ([`inject`]), and carried through Temporal in its `_tracer-data` header
+//! by the SDK's OpenTelemetry plugin ([`temporal_plugin`]).
+
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The variables that turn the export on; the others are read by the exporter.
+pub const ENDPOINT_VARS: &[&str] = &[
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+];
+
+/// Whether these variables ask for trace export.
+pub fn export_requested(env: &std::collections::HashMap<String, String>) -> bool {
+    ENDPOINT_VARS
+        .iter()
+        .any(|k| env.get(*k).is_some_and(|v| !v.trim().is_empty()))
+}
+
+/// Checks the endpoint variables, naming the one at fault (used by the configuration check).
+pub fn check_env(env: &std::collections::HashMap<String, String>) -> Result<(), String> {
+    for key in ENDPOINT_VARS {
+        if let Some(value) = env.get(*key).filter(|v| !v.trim().is_empty()) {
+            let url = reqwest::Url::parse(value)
+                .map_err(|e| format!("{key} is not a URL ({value:?}): {e}"))?;
+            if !matches!(url.scheme(), "http" | "https") {
+                return Err(format!(
+                    "{key} must be an http:// or https:// URL, not {value:?}"
+                ));
+            }
+        }
+    }
+    if let Some(protocol) = env
+        .get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        .filter(|v| !v.trim().is_empty())
+        && protocol != "http/protobuf"
+    {
+        return Err(format!(
+            "OTEL_EXPORTER_OTLP_PROTOCOL: flow exports http/protobuf only, not {protocol:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// A tracer provider exporting over OTLP/HTTP as the `OTEL_*` variables say, with the span ids
+/// Temporal's plugin needs to replay workflows without duplicating their spans.
+pub fn otlp_provider() -> Result<SdkTracerProvider, String> {
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .build()
+        .map_err(|e| format!("OTLP exporter: {e}"))?;
+    let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "flow".into());
+    Ok(provider_builder(&service)
+        .with_batch_exporter(exporter)
+        .build())
+}
+
+/// The provider settings every Flow provider shares (tests add their own exporter).
+pub fn provider_builder(service: &str) -> opentelemetry_sdk::trace::TracerProviderBuilder {
+    SdkTracerProvider::builder()
+        .with_id_generator(temporalio_sdk::opentelemetry::WorkflowIdGenerator::default())
+        .with_resource(
+            opentelemetry_sdk::Resource::builder()
+                .with_service_name(service.to_string())
+                .build(),
+        )
+}
+
+/// Makes `provider` the global one (Temporal's plugin uses it) with the W3C propagator, and
+/// returns the `tracing` layer that turns spans into its spans.
+pub fn install<S>(
+    provider: &SdkTracerProvider,
+) -> tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::SdkTracer>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    opentelemetry::global::set_tracer_provider(provider.clone());
+    tracing_opentelemetry::layer().with_tracer(provider.tracer("flow"))
+}
+
+/// The Temporal client plugin that carries the trace through workflows and activities.
+pub fn temporal_plugin() -> temporalio_sdk::SimplePlugin {
+    temporalio_sdk::opentelemetry::OpenTelemetryPlugin::builder()
+        .global_propagator()
+        .build()
+}
+
+struct HeaderInjector<'a>(&'a mut http::HeaderMap);
+
+impl Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            http::header::HeaderName::from_bytes(key.as_bytes()),
+            http::HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(name, value);
+        }
+    }
+}
+
+struct HeaderExtractor<'a>(&'a http::HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
+/// Writes the current span's W3C `traceparent` (and `tracestate`) into outgoing headers, for
+/// any HTTP or gRPC client (a Redfish client calls it on its request headers). Nothing is
+/// written when no trace is being recorded.
+pub fn inject(headers: &mut http::HeaderMap) {
+    inject_from(&tracing::Span::current(), headers);
+}
+
+/// [`inject`] for a given span.
+pub fn inject_from(span: &tracing::Span, headers: &mut http::HeaderMap) {
+    let context = span.context();
+    if !context.span().span_context().is_valid() {
+        return;
+    }
+    TraceContextPropagator::new().inject_context(&context, &mut HeaderInjector(headers));
+}
+
+/// Makes the trace an incoming request's `traceparent` names the parent of `span`.
+pub fn continue_from(span: &tracing::Span, headers: &http::HeaderMap) {
+    if headers.contains_key("traceparent") {
+        let parent = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
+        let _ = span.set_parent(parent);
+    }
+}
+
+/// The trace id of `span`, when it is part of a recorded trace (for log lines).
+pub fn trace_id(span: &tracing::Span) -> Option<String> {
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    span_context
+        .is_valid()
+        .then(|| span_context.trace_id().to_string())
+}
+
+/// Runs `future` with `span`'s trace as the OpenTelemetry context, so code that reads the
+/// OpenTelemetry context (Temporal's client plugin) continues it.
+pub async fn with_span_context<F: Future>(span: &tracing::Span, future: F) -> F::Output {
+    use opentelemetry::trace::FutureExt as _;
+    future.with_context(span.context()).await
+}

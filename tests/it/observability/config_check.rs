@@ -1,0 +1,158 @@
+//! `flow config check`: the effective configuration with secrets redacted, or the setting at
+//! fault named and a non-zero exit.
+
+use std::process::Output;
+
+fn check(env: &[(&str, &str)]) -> Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_flow"));
+    command.args(["config", "check"]);
+    // Only what the test sets: the developer's own FLOW_* or OTEL_* must not leak in.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("FLOW_")
+            || key.starts_with("OTEL_")
+            || key.starts_with("DB_")
+            || key.starts_with("TEMPORAL_")
+            || key == "PSM_API_URL"
+        {
+            command.env_remove(key);
+        }
+    }
+    command.envs(env.iter().copied());
+    command.output().expect("run flow config check")
+}
+
+#[test]
+fn config_check_prints_the_effective_configuration_with_secrets_redacted() {
+    let out = check(&[
+        (
+            "FLOW_DATABASE_URL",
+            "postgres://flow:s3cret@db.internal:5432/flow",
+        ),
+        ("FLOW_REQUEST_TIMEOUT_SECS", "45"),
+        ("FLOW_COMPONENT_MANAGERS", "compute=sim,powershelf=psm"),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains("s3cret"), "{stdout}");
+    assert!(
+        stdout.contains("database_url = \"postgres://flow:***@db.internal:5432/flow\""),
+        "{stdout}"
+    );
+    assert!(stdout.contains("request_timeout_secs = 45\n"), "{stdout}");
+    assert!(
+        stdout.contains("component_managers = \"compute=sim,powershelf=psm\""),
+        "{stdout}"
+    );
+    // The output is a configuration file flow accepts as it is.
+    let dir = std::env::temp_dir().join(format!("flow-config-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("effective.toml");
+    std::fs::write(&file, stdout.replace("***", "pw").as_bytes()).unwrap();
+    let again = check(&[("FLOW_CONFIG", file.to_str().unwrap())]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn config_check_names_each_bad_setting_and_exits_non_zero() {
+    for (key, value, named) in [
+        (
+            "FLOW_REQUEST_TIMEOUT_SECS",
+            "0",
+            "FLOW_REQUEST_TIMEOUT_SECS",
+        ),
+        (
+            "FLOW_REQUEST_TIMEOUT_SECS",
+            "99999999",
+            "FLOW_REQUEST_TIMEOUT_SECS",
+        ),
+        ("FLOW_MAX_BODY_BYTES", "0", "FLOW_MAX_BODY_BYTES"),
+        ("FLOW_LOG", "info,flow=loud", "FLOW_LOG"),
+        ("FLOW_LOG_FORMAT", "xml", "FLOW_LOG_FORMAT"),
+        ("FLOW_DATABASE_URL", "mysql://db/flow", "FLOW_DATABASE_URL"),
+        (
+            "FLOW_DATABASE_URL",
+            "sqlite:///no/such/dir/flow.db",
+            "FLOW_DATABASE_URL",
+        ),
+        (
+            "FLOW_TEMPORAL_ADDRESS",
+            "temporal:7233:x",
+            "FLOW_TEMPORAL_ADDRESS",
+        ),
+        ("FLOW_PSM_URL", "ftp://psm:50052", "FLOW_PSM_URL"),
+        ("FLOW_PSM_TIMEOUT_SECS", "0", "FLOW_PSM_TIMEOUT_SECS"),
+        (
+            "FLOW_OBSERVE_TIMEOUT_SECS",
+            "100000",
+            "FLOW_OBSERVE_TIMEOUT_SECS",
+        ),
+        (
+            "FLOW_DRIFT_SYNC_INTERVAL_SECS",
+            "10000000",
+            "FLOW_DRIFT_SYNC_INTERVAL_SECS",
+        ),
+        ("FLOW_SIM_LATENCY_MS", "86400000", "FLOW_SIM_LATENCY_MS"),
+        ("FLOW_CONFIG", "/no/such/flow.toml", "/no/such/flow.toml"),
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "collector:4318",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            "grpc",
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+        ),
+    ] {
+        let out = check(&[(key, value)]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{key}={value}: {stderr}");
+        assert!(stderr.contains(named), "{key}={value}: {stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "{key}={value} printed a configuration"
+        );
+    }
+}
+
+#[test]
+fn settings_from_the_config_file_are_checked_too() {
+    let dir = std::env::temp_dir().join(format!("flow-config-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (line, named) in [
+        ("log_format = \"xml\"", "FLOW_LOG_FORMAT (log_format)"),
+        ("max_body_bytes = 0", "FLOW_MAX_BODY_BYTES (max_body_bytes)"),
+        ("log = \"flow=loud\"", "FLOW_LOG (log)"),
+    ] {
+        let file = dir.join("flow.toml");
+        std::fs::write(&file, format!("{line}\n")).unwrap();
+        let out = check(&[("FLOW_CONFIG", file.to_str().unwrap())]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{line}: {stderr}");
+        assert!(stderr.contains(named), "{line}: {stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn serve_refuses_to_start_on_a_bad_setting_and_names_it() {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_flow"));
+    let out = command
+        .arg("serve")
+        .env("FLOW_REQUEST_TIMEOUT_SECS", "0")
+        .env("FLOW_DATABASE_URL", "sqlite::memory:")
+        .output()
+        .expect("run flow serve");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("FLOW_REQUEST_TIMEOUT_SECS"), "{stderr}");
+}
