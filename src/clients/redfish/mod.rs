@@ -3,6 +3,7 @@
 //! classified transient or permanent. Every request goes out through [`RedfishClient::send`].
 
 pub mod credentials;
+mod error;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -15,6 +16,8 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 pub use credentials::{Credentials, Login, normal_mac};
+pub use error::{RedfishError, bmc_message};
+use error::{chain, retry_after};
 
 /// The most a BMC answer may weigh; anything larger is refused rather than buffered.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -42,20 +45,6 @@ pub struct Bmc<'a> {
     pub ip: &'a str,
     pub mac: Option<&'a str>,
     pub manufacturer: &'a str,
-}
-
-/// A failed Redfish call, by what the caller can do about it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RedfishError {
-    /// No answer, a timeout, a 5xx or a 503 that did not clear: may work later.
-    #[error("{0}")]
-    Unreachable(String),
-    /// The BMC refused the request (4xx), with its own message: retrying will not help.
-    #[error("{0}")]
-    Refused(String),
-    /// 401/403, or no login configured: never retried.
-    #[error("{0}")]
-    Credentials(String),
 }
 
 /// A BMC's answer.
@@ -95,53 +84,6 @@ impl fmt::Debug for RedfishClient {
             .field("credentials", &self.credentials)
             .finish()
     }
-}
-
-/// An error and every cause under it: reqwest's own text says only "error sending request".
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// The BMC's own words for a refusal: `@Message.ExtendedInfo` messages, else `error.message`.
-pub fn bmc_message(body: &Value) -> Option<String> {
-    let error = body.get("error")?;
-    let infos: Vec<&str> = error
-        .get("@Message.ExtendedInfo")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|i| i.get("Message").and_then(Value::as_str))
-                .collect()
-        })
-        .unwrap_or_default();
-    if infos.is_empty() {
-        error
-            .get("message")
-            .and_then(Value::as_str)
-            .map(String::from)
-    } else {
-        Some(infos.join("; "))
-    }
-}
-
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Duration {
-    headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(Duration::from_secs(1))
-        .min(MAX_RETRY_AFTER)
 }
 
 impl RedfishClient {
@@ -404,24 +346,5 @@ impl RedfishClient {
         body: &Value,
     ) -> Result<Reply, RedfishError> {
         self.request(bmc, Method::POST, path, Some(body)).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bmc_message_comes_from_extended_info_first() {
-        let body = serde_json::json!({"error": {"code": "Base.1.0.GeneralError", "message": "general",
-            "@Message.ExtendedInfo": [{"Message": "The value 'Bogus' is not allowed."},
-                                      {"Message": "Try On."}]}});
-        assert_eq!(
-            bmc_message(&body).as_deref(),
-            Some("The value 'Bogus' is not allowed.; Try On.")
-        );
-        let plain = serde_json::json!({"error": {"message": "Missing ImageURI"}});
-        assert_eq!(bmc_message(&plain).as_deref(), Some("Missing ImageURI"));
-        assert_eq!(bmc_message(&Value::Null), None);
     }
 }

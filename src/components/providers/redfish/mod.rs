@@ -27,6 +27,16 @@ pub struct Resources {
     pub update_service: Option<String>,
 }
 
+impl Resources {
+    /// Whether `path` is one of these resources.
+    fn names(&self, path: &str) -> bool {
+        self.system == path
+            || [&self.chassis, &self.manager, &self.update_service]
+                .iter()
+                .any(|r| r.as_deref() == Some(path))
+    }
+}
+
 /// A firmware update in flight on one device: what to follow and what to expect.
 #[derive(Debug, Clone)]
 struct Update {
@@ -129,6 +139,7 @@ impl RedfishManager {
             // next time instead of being asked for forever.
             if matches!(&e, RedfishError::Refused(m) if m.contains("HTTP 404"))
                 && let Ok(mut cache) = self.resources.lock()
+                && cache.get(bmc.ip).is_some_and(|r| r.names(path))
             {
                 cache.remove(bmc.ip);
             }
