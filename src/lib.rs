@@ -11,6 +11,7 @@
 //!   periodic drift sync).
 //! - [`error`] is the one domain error type.
 //! - [`rules`] holds operation rules: stored, default and built-in stage sequences.
+//! - [`rollouts`] runs one operation across many racks in gated waves (one durable workflow).
 
 // The OpenAPI examples are large `json!` literals.
 #![recursion_limit = "256"]
@@ -28,6 +29,7 @@ pub mod drift;
 pub mod error;
 pub mod inventory;
 pub mod operations;
+pub mod rollouts;
 pub mod rules;
 pub mod schedules;
 pub mod service;

@@ -7,6 +7,7 @@ mod m20260201_000002_create_tasks;
 mod m20261130_000003_create_rules;
 mod m20261201_000003_create_drift;
 mod m20261201_000004_create_schedules;
+mod m20261202_000007_create_rollouts;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -21,6 +22,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000003_create_rules::Migration),
             Box::new(m20261201_000003_create_drift::Migration),
             Box::new(m20261201_000004_create_schedules::Migration),
+            Box::new(m20261202_000007_create_rollouts::Migration),
         ]
     }
 }

@@ -9,6 +9,8 @@ pub mod operations;
 pub mod output;
 pub mod plan;
 pub mod racks;
+pub mod rollout_watch;
+pub mod rollouts;
 pub mod rules;
 pub mod schedules;
 pub mod tasks;
@@ -82,6 +84,11 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: schedules::ScheduleCommand,
     },
+    /// Fleet rollouts: create (or plan), list, get, pause, resume, approve, abort, watch.
+    Rollout {
+        #[command(subcommand)]
+        command: rollouts::RolloutCommand,
+    },
     /// Print a shell completion script (`source <(flow completions bash)`).
     Completions { shell: clap_complete::Shell },
 }
@@ -131,6 +138,7 @@ async fn dispatch(
         ClientCommand::Task { command } => tasks::run(client, format, command).await,
         ClientCommand::Rule { command } => rules::run(client, format, command).await,
         ClientCommand::Schedule { command } => schedules::run(client, format, command).await,
+        ClientCommand::Rollout { command } => rollouts::run(client, format, command).await,
         ClientCommand::Completions { .. } => Ok(0),
     }
 }

@@ -46,6 +46,10 @@ pub trait WorkflowEngine: Send + Sync {
     async fn state(&self, task_id: Uuid) -> Result<Option<RunState>, EngineError>;
     /// Whether the engine answers (for readiness); `Ok(false)` when none is configured.
     async fn ping(&self) -> Result<bool, EngineError>;
+    /// The same engine running fleet rollouts, when it can.
+    fn rollouts(&self) -> Option<std::sync::Arc<dyn crate::rollouts::RolloutEngine>> {
+        None
+    }
 }
 
 /// The engine of a process configured without Temporal: every operation is refused as

@@ -21,10 +21,10 @@ use crate::tasks::{EngineError, RunState, WorkflowEngine};
 /// Starts and steers rack workflows on one task queue.
 #[derive(Clone)]
 pub struct TemporalEngine {
-    client: Client,
-    task_queue: String,
+    pub(super) client: Client,
+    pub(super) task_queue: String,
     /// Bound on every call, so a hung frontend cannot hang an API request.
-    call_timeout: Duration,
+    pub(super) call_timeout: Duration,
 }
 
 impl std::fmt::Debug for TemporalEngine {
@@ -46,7 +46,7 @@ impl TemporalEngine {
 }
 
 /// Transport trouble is "unavailable" (the API answers 503); anything else is an error.
-fn classify(message: &str) -> EngineError {
+pub(super) fn classify(message: &str) -> EngineError {
     let lower = message.to_lowercase();
     if [
         "unavailable",
@@ -128,6 +128,10 @@ impl WorkflowEngine for TemporalEngine {
             Ok(Err(status)) => Err(EngineError::Unavailable(status.message().to_string())),
             Err(_) => Err(EngineError::Unavailable("no answer within 3s".into())),
         }
+    }
+
+    fn rollouts(&self) -> Option<std::sync::Arc<dyn crate::rollouts::RolloutEngine>> {
+        Some(std::sync::Arc::new(self.clone()))
     }
 
     async fn state(&self, task_id: Uuid) -> Result<Option<RunState>, EngineError> {

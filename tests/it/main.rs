@@ -16,6 +16,7 @@ mod dev;
 mod durability;
 mod migrations;
 mod operations;
+mod rollouts;
 mod rules;
 mod schedules;
 mod service;
