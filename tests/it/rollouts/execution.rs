@@ -40,14 +40,9 @@ async fn wave_tasks(ops: &Ops, rollout: &Value) -> Vec<Vec<Value>> {
 
 /// How many tasks exist for the named rack.
 pub async fn tasks_of(ops: &Ops, rack: &str) -> u64 {
-    let rack = ops.app.get(&format!("/v1/racks/{rack}")).await.body;
-    let r = ops
-        .app
-        .get(&format!(
-            "/v1/tasks?rack_id={}",
-            rack["id"].as_str().unwrap()
-        ))
-        .await;
+    let racks = ops.app.get(&format!("/v1/racks?name={rack}")).await.body;
+    let id = racks["items"][0]["id"].as_str().unwrap();
+    let r = ops.app.get(&format!("/v1/tasks?rack_id={id}")).await;
     r.body["total"].as_u64().unwrap()
 }
 

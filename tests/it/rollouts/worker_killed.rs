@@ -118,13 +118,9 @@ async fn resumes_after_kill(backend: Backend) {
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["counts"]["succeeded"], 3, "{done}");
     for name in names {
-        let rack = app.get(&format!("/v1/racks/{name}")).await.body;
-        let tasks = app
-            .get(&format!(
-                "/v1/tasks?rack_id={}",
-                rack["id"].as_str().unwrap()
-            ))
-            .await;
+        let racks = app.get(&format!("/v1/racks?name={name}")).await.body;
+        let rack = racks["items"][0]["id"].as_str().unwrap();
+        let tasks = app.get(&format!("/v1/tasks?rack_id={rack}")).await;
         assert_eq!(tasks.body["total"], 1, "{name} ran once: {}", tasks.text);
     }
     // The rollout's waves still ran one after the other.
