@@ -17,6 +17,11 @@ ops_on_both_backends!(
         s.fail_serials.insert("SN-0002-compute-00".into());
     }),
     a_closed_window_holds_the_first_wave_until_it_opens,
+    verification_fails_a_rack_whose_devices_do_not_validate_clean: |b: OpsBuilder| b.sim(|s| {
+        // Only compute trays are operated on; the switch of rack 2 answers nobody, so the
+        // rack's task succeeds and its validation does not.
+        s.fail_serials.insert("SN-0002-nvswitch-00".into());
+    }),
 );
 
 fn time(v: &Value) -> DateTime<Utc> {
@@ -248,4 +253,23 @@ async fn a_closed_window_holds_the_first_wave_until_it_opens(ops: Ops) {
         "{failed}"
     );
     assert_eq!(failed["counts"]["not_run"], 1);
+}
+
+async fn verification_fails_a_rack_whose_devices_do_not_validate_clean(ops: Ops) {
+    make_racks(&ops.app, 3).await;
+    let names = ["rack-0001", "rack-0002", "rack-0003"];
+    let strategy = json!({"canary": 1, "batch_size": 1, "verify": "validation",
+        "failure_budget": {"max_failed_racks": 0}});
+    let id = create(&ops, &rollout(&names, strategy)).await;
+    let halted = wait_status(&ops.app, &id, "halted").await;
+    assert_eq!(halted["waves"][0]["status"], "succeeded", "{halted}");
+    let rack = &halted["waves"][1]["racks"][0];
+    assert_eq!(rack["task_status"], "succeeded", "{halted}");
+    assert_eq!(rack["outcome"], "failed", "{halted}");
+    assert!(
+        rack["reason"].as_str().unwrap().contains("validation"),
+        "{halted}"
+    );
+    assert_eq!(halted["waves"][2]["status"], "not_run");
+    assert_eq!(tasks_of(&ops, "rack-0003").await, 0);
 }
