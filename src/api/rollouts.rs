@@ -190,6 +190,9 @@ pub async fn pause_rollout(
 }
 
 /// Resume a paused rollout
+///
+/// Racks start again where the pause stopped them (or the next wave starts, when the pause
+/// came between waves). Resuming a rollout that is not paused changes nothing.
 #[utoipa::path(post, path = "/v1/rollouts/{id}/resume", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     responses(
         (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
@@ -205,6 +208,9 @@ pub async fn resume_rollout(
 }
 
 /// Approve the waves after the canary
+///
+/// For a rollout created with `approval_after_canary`: lets the waves after the canary start
+/// (at once when it is `awaiting_approval`, or as soon as the canary passes when sent earlier).
 #[utoipa::path(post, path = "/v1/rollouts/{id}/approve", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     responses(
         (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
