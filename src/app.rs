@@ -12,6 +12,7 @@ use crate::components::registry::Registry;
 use crate::config::Config;
 use crate::drift::observe::Observer;
 use crate::inventory::batch::SerialLookups;
+use crate::rollouts::RolloutService;
 use crate::tasks::TaskService;
 use crate::tasks::engine::{DisabledEngine, WorkflowEngine};
 
@@ -73,6 +74,8 @@ pub struct AppInner {
     pub config: Config,
     pub clock: Arc<dyn Clock>,
     pub tasks: Arc<TaskService>,
+    /// Fleet rollouts (their runs start on the task engine's Temporal, when it has one).
+    pub rollouts: Arc<RolloutService>,
     /// Asks the component managers what they see (validation).
     pub observer: Observer,
     /// Lookups by serial, coalesced under load.
@@ -108,9 +111,16 @@ impl AppState {
         registry: Arc<Registry>,
     ) -> Self {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let rollout_engine = engine.rollouts();
         let tasks = Arc::new(
             TaskService::new(db.clone(), engine, clock.clone()).with_managers(registry.clone()),
         );
+        let rollouts = Arc::new(RolloutService::new(
+            db.clone(),
+            tasks.clone(),
+            rollout_engine,
+            clock.clone(),
+        ));
         let observer = Observer::new(
             registry,
             std::time::Duration::from_secs(config.observe_timeout_secs),
@@ -122,6 +132,7 @@ impl AppState {
             config,
             clock,
             tasks,
+            rollouts,
             observer,
             draining: watch::channel(false).0,
             worker: WorkerStatus::default(),
@@ -145,6 +156,10 @@ impl AppState {
 
     pub fn tasks(&self) -> &TaskService {
         &self.0.tasks
+    }
+
+    pub fn rollouts(&self) -> &RolloutService {
+        &self.0.rollouts
     }
 
     /// The shared task service, for the worker's activities.

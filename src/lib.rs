@@ -13,6 +13,7 @@
 //! - [`rules`] holds operation rules: stored, default and built-in stage sequences.
 //! - [`auth`] resolves bearer credentials (OIDC JWTs, API tokens) to identities and roles;
 //!   [`audit`] records who changed what, in the transaction of the change.
+//! - [`rollouts`] runs one operation across many racks in gated waves (one durable workflow).
 
 // The OpenAPI examples are large `json!` literals.
 #![recursion_limit = "256"]
@@ -32,6 +33,7 @@ pub mod drift;
 pub mod error;
 pub mod inventory;
 pub mod operations;
+pub mod rollouts;
 pub mod rules;
 pub mod schedules;
 pub mod service;

@@ -8,6 +8,7 @@ mod m20261130_000003_create_rules;
 mod m20261201_000003_create_drift;
 mod m20261201_000004_create_schedules;
 mod m20261202_000006_create_auth;
+mod m20261202_000007_create_rollouts;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000003_create_drift::Migration),
             Box::new(m20261201_000004_create_schedules::Migration),
             Box::new(m20261202_000006_create_auth::Migration),
+            Box::new(m20261202_000007_create_rollouts::Migration),
         ]
     }
 }

@@ -121,6 +121,15 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("POST", "/v1/task-schedules/{id}/pause", Needs(Operator)),
     ("POST", "/v1/task-schedules/{id}/resume", Needs(Operator)),
     ("POST", "/v1/task-schedules/{id}/trigger", Needs(Operator)),
+    // Rollouts: operators run and steer them (a dry run is a viewer's preview), viewers watch.
+    ("POST", "/v1/rollouts", Runs),
+    ("GET", "/v1/rollouts", Needs(Viewer)),
+    ("GET", "/v1/rollouts/{id}", Needs(Viewer)),
+    ("GET", "/v1/rollouts/{id}/events", Needs(Viewer)),
+    ("POST", "/v1/rollouts/{id}/pause", Needs(Operator)),
+    ("POST", "/v1/rollouts/{id}/resume", Needs(Operator)),
+    ("POST", "/v1/rollouts/{id}/approve", Needs(Operator)),
+    ("POST", "/v1/rollouts/{id}/abort", Needs(Operator)),
     // Tokens and the audit log.
     ("GET", "/v1/tokens", Needs(Admin)),
     ("POST", "/v1/tokens", Needs(Admin)),

@@ -11,6 +11,7 @@ pub mod openapi;
 pub mod operations;
 pub mod problem;
 pub mod racks;
+pub mod rollouts;
 pub mod rules;
 pub mod schedules;
 pub mod schema;
@@ -49,6 +50,7 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(tasks::routes())
         .merge(validation::routes())
         .merge(schedules::routes())
+        .merge(rollouts::routes())
         .merge(system::routes())
         .merge(tokens::routes())
         .merge(audit::routes())

@@ -10,6 +10,7 @@ pub const TASKS: &str = "tasks";
 pub const RULES: &str = "operation-rules";
 pub const VALIDATION: &str = "validation";
 pub const SCHEDULES: &str = "task-schedules";
+pub const ROLLOUTS: &str = "rollouts";
 pub const SYSTEM: &str = "system";
 pub const AUTH: &str = "auth";
 
@@ -36,6 +37,7 @@ each operation names the role it needs: `viewer`, `operator`, `editor` or `admin
         (name = TASKS, description = "Tasks, their per-component reports, cancellation and live events"),
         (name = VALIDATION, description = "Expected vs actual: live validation against the component managers, and the drift the periodic sync records"),
         (name = SCHEDULES, description = "Recurring and one-time operations on racks: timers, scope, runs and conflict advice"),
+        (name = ROLLOUTS, description = "Fleet rollouts: one operation across many racks in waves (canary, batches, approval, failure budget, windows) as one durable workflow"),
         (name = SYSTEM, description = "Version, liveness and readiness"),
         (name = AUTH, description = "API tokens for automation and the audit log of every change (admin only)"),
     )

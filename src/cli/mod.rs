@@ -9,6 +9,8 @@ pub mod operations;
 pub mod output;
 pub mod plan;
 pub mod racks;
+pub mod rollout_watch;
+pub mod rollouts;
 pub mod rules;
 pub mod schedules;
 pub mod tasks;
@@ -88,6 +90,11 @@ pub enum ClientCommand {
         #[command(subcommand)]
         command: tokens::TokenCommand,
     },
+    /// Fleet rollouts: create (or plan), list, get, pause, resume, approve, abort, watch.
+    Rollout {
+        #[command(subcommand)]
+        command: rollouts::RolloutCommand,
+    },
     /// Print a shell completion script (`source <(flow completions bash)`).
     Completions { shell: clap_complete::Shell },
 }
@@ -138,6 +145,7 @@ async fn dispatch(
         ClientCommand::Rule { command } => rules::run(client, format, command).await,
         ClientCommand::Schedule { command } => schedules::run(client, format, command).await,
         ClientCommand::Token { command } => tokens::run(client, format, command).await,
+        ClientCommand::Rollout { command } => rollouts::run(client, format, command).await,
         ClientCommand::Completions { .. } => Ok(0),
     }
 }

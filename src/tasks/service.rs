@@ -57,7 +57,7 @@ impl std::fmt::Debug for TaskService {
 /// How many task runs one submission starts at a time.
 const DISPATCH_CONCURRENCY: usize = 16;
 
-pub(super) fn engine_error(e: EngineError) -> Error {
+pub fn engine_error(e: EngineError) -> Error {
     match e {
         EngineError::Unavailable(message) => Error::Unavailable {
             service: "temporal",

@@ -67,7 +67,7 @@ pub struct RackActivities {
 }
 
 /// Storage and bookkeeping failures: retry unless retrying cannot help.
-fn activity_error(e: Error) -> ActivityError {
+pub(super) fn activity_error(e: Error) -> ActivityError {
     match e {
         Error::Invalid(_)
         | Error::NotFound { .. }

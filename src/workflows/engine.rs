@@ -26,10 +26,10 @@ const PING_TIMEOUT: Duration = Duration::from_millis(1500);
 /// Starts and steers rack workflows on one task queue.
 #[derive(Clone)]
 pub struct TemporalEngine {
-    client: Client,
-    task_queue: String,
+    pub(super) client: Client,
+    pub(super) task_queue: String,
     /// Bound on every call, so a hung frontend cannot hang an API request.
-    call_timeout: Duration,
+    pub(super) call_timeout: Duration,
 }
 
 impl std::fmt::Debug for TemporalEngine {
@@ -53,7 +53,7 @@ impl TemporalEngine {
 }
 
 /// Transport trouble is "unavailable" (the API answers 503); anything else is an error.
-fn classify(message: &str) -> EngineError {
+pub(super) fn classify(message: &str) -> EngineError {
     let lower = message.to_lowercase();
     if [
         "unavailable",
@@ -158,6 +158,10 @@ impl WorkflowEngine for TemporalEngine {
                 EngineError::Unavailable(format!("no answer within {PING_TIMEOUT:?}")),
             )),
         }
+    }
+
+    fn rollouts(&self) -> Option<std::sync::Arc<dyn crate::rollouts::RolloutEngine>> {
+        Some(std::sync::Arc::new(self.clone()))
     }
 
     async fn state(&self, task_id: Uuid) -> Result<Option<RunState>, EngineError> {

@@ -1,10 +1,13 @@
-//! Durable execution on Temporal: the rack workflow, its activities, the engine the task layer
-//! starts runs through, and the worker.
+//! Durable execution on Temporal: the rack workflow and the rollout workflow, their activities,
+//! the engines the task and rollout layers start runs through, and the worker.
 
 pub mod activities;
 pub mod engine;
 pub mod link;
 pub mod rack_operation;
+pub mod rollout;
+pub mod rollout_activities;
+pub mod rollout_engine;
 pub mod steps;
 pub mod worker;
 

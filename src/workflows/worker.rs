@@ -1,4 +1,4 @@
-//! Connecting to Temporal, registering the rack workflow and its activities on a worker, and the
+//! Connecting to Temporal, registering the rack and rollout workflows and their activities on a worker, and the
 //! reconciliation loop every worker process runs (the database lease keeps it to one at a time).
 
 use std::sync::Arc;
@@ -16,6 +16,8 @@ use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use super::activities::RackActivities;
 use super::rack_operation::RackOperationWorkflow;
+use super::rollout::RolloutWorkflow;
+use super::rollout_activities::RolloutActivities;
 use crate::error::{Error, Result};
 use crate::tasks::TaskService;
 
@@ -75,7 +77,7 @@ pub async fn ensure_namespace(client: &Client, namespace: &str) -> Result<()> {
     }
 }
 
-/// A worker for the rack workflow on `task_queue`. Its `run()` future is not `Send`: drive it on
+/// A worker for the rack and rollout workflows on `task_queue`. Its `run()` future is not `Send`: drive it on
 /// the main task beside the HTTP server.
 pub fn build_worker(
     runtime: &Runtime,
@@ -83,10 +85,14 @@ pub fn build_worker(
     task_queue: &str,
     activities: RackActivities,
 ) -> Result<Worker> {
+    let rollouts = RolloutActivities::from_rack(&activities);
     let options = WorkerOptions::new(task_queue.to_string())
         .register_workflow::<RackOperationWorkflow>()
         .map_err(|e| Error::Internal(format!("registering the workflow: {e}")))?
+        .register_workflow::<RolloutWorkflow>()
+        .map_err(|e| Error::Internal(format!("registering the rollout workflow: {e}")))?
         .register_activities(activities)
+        .register_activities(rollouts)
         .graceful_shutdown_period(Duration::from_secs(10))
         // A killed worker's tasks move to a live one after this, not after the default 10 s.
         .sticky_queue_schedule_to_start_timeout(Duration::from_secs(3))

@@ -20,6 +20,7 @@ mod migrations;
 mod observability;
 mod operations;
 mod redfish;
+mod rollouts;
 mod rules;
 mod schedules;
 mod service;

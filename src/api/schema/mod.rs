@@ -7,6 +7,8 @@ pub mod drift;
 pub mod nvl;
 pub mod operation;
 pub mod rack;
+pub mod rollout;
+pub mod rollout_view;
 pub mod rule;
 pub mod schedule;
 pub mod schedule_view;

@@ -12,6 +12,7 @@ pub mod operation_rule_versions;
 pub mod operation_rules;
 pub mod rack_rule_associations;
 pub mod racks;
+pub mod rollouts;
 pub mod task_schedule_runs;
 pub mod task_schedule_scopes;
 pub mod task_schedules;

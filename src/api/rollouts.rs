@@ -1,0 +1,310 @@
+//! Rollout endpoints: create (or plan with `dry_run`), list, read, steer (pause, resume,
+//! approve, abort) and follow a rollout as Server-Sent Events.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::extract::{Json, MaybeJson, Query, uuid_param};
+use super::openapi::ROLLOUTS;
+use super::problem::{ApiResult, Problem};
+use super::schema::common::ListResponse;
+use super::schema::rollout::CreateRolloutRequest;
+use super::schema::rollout_view::{RolloutDoc, RolloutPlanDoc};
+use crate::app::AppState;
+use crate::error::{Result, Violations};
+use crate::inventory::query::PageRequest;
+use crate::rollouts::model::{Command, RolloutStatus};
+use crate::rollouts::progress::rollout_task_statuses;
+use crate::rollouts::service::Created;
+use crate::rollouts::store::{self, RolloutFilter};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_rollout, list_rollouts))
+        .routes(routes!(get_rollout))
+        .routes(routes!(pause_rollout))
+        .routes(routes!(resume_rollout))
+        .routes(routes!(approve_rollout))
+        .routes(routes!(abort_rollout))
+        .routes(routes!(rollout_events))
+}
+
+/// The rollout with its tasks' live statuses.
+async fn load(state: &AppState, id: uuid::Uuid) -> Result<RolloutDoc> {
+    let rollout = store::get(state.db(), id).await?;
+    let statuses = rollout_task_statuses(state.db(), &rollout).await?;
+    Ok(RolloutDoc::new(rollout, &statuses))
+}
+
+/// Query of `POST /v1/rollouts`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CreateRolloutQuery {
+    /// Answer the wave plan (each rack's outcome) instead of creating the rollout.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Create a rollout
+///
+/// Resolves the targeted racks, cuts them into waves (a canary, then batches, keeping groups
+/// spread), stores the rollout and starts its one durable workflow, which submits each wave's
+/// racks through the normal operation path. With `dry_run=true` answers 200 with the exact
+/// wave plan and creates nothing.
+#[utoipa::path(post, path = "/v1/rollouts", tag = ROLLOUTS, params(CreateRolloutQuery), request_body = CreateRolloutRequest,
+    responses(
+        (status = 201, description = "The rollout, started", body = RolloutDoc, headers(("Location" = String, description = "The rollout"))),
+        (status = 200, description = "Dry run: the wave plan", body = RolloutPlanDoc),
+        (status = 400, description = "Bad body or no rack selected; `errors` names each field", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn create_rollout(
+    State(state): State<AppState>,
+    Query(q): Query<CreateRolloutQuery>,
+    Json(body): Json<CreateRolloutRequest>,
+) -> ApiResult<Response> {
+    let spec = body.to_domain()?;
+    let canary = spec.strategy.canary > 0;
+    match state.rollouts().create(spec, q.dry_run).await? {
+        Created::Plan(waves) => Ok(axum::Json(RolloutPlanDoc::new(waves, canary)).into_response()),
+        Created::Rollout(rollout) => {
+            let doc = load(&state, rollout.id).await?;
+            let location = format!("/v1/rollouts/{}", rollout.id);
+            let mut response = (StatusCode::CREATED, axum::Json(doc)).into_response();
+            if let Ok(value) = location.parse() {
+                response.headers_mut().insert(header::LOCATION, value);
+            }
+            Ok(response)
+        }
+    }
+}
+
+/// Query of `GET /v1/rollouts`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListRolloutsQuery {
+    /// One status or a comma-separated list.
+    pub status: Option<String>,
+    /// Exact name, or a case-insensitive glob with `*`.
+    pub name: Option<String>,
+    pub limit: Option<u64>,
+    pub cursor: Option<String>,
+}
+
+/// List rollouts
+///
+/// Newest first, one page at a time, optionally by status or name.
+#[utoipa::path(get, path = "/v1/rollouts", tag = ROLLOUTS, params(ListRolloutsQuery),
+    responses(
+        (status = 200, description = "One page of rollouts", body = ListResponse<RolloutDoc>),
+        (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_rollouts(
+    State(state): State<AppState>,
+    Query(q): Query<ListRolloutsQuery>,
+) -> ApiResult<axum::Json<ListResponse<RolloutDoc>>> {
+    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?;
+    let mut v = Violations::default();
+    let mut statuses = Vec::new();
+    for raw in q
+        .status
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        match RolloutStatus::parse(&raw.to_lowercase()) {
+            Some(s) => statuses.push(s),
+            None => v.push("status", format!("unknown rollout status {raw:?}")),
+        }
+    }
+    v.finish()?;
+    let filter = RolloutFilter {
+        statuses,
+        name: q.name.clone().filter(|n| !n.trim().is_empty()),
+    };
+    let page = store::list(state.db(), &filter, &page).await?;
+    let mut items = Vec::with_capacity(page.items.len());
+    for rollout in page.items {
+        let statuses = rollout_task_statuses(state.db(), &rollout).await?;
+        items.push(RolloutDoc::new(rollout, &statuses));
+    }
+    Ok(axum::Json(ListResponse {
+        items,
+        next_cursor: page.next_cursor,
+        total: page.total,
+    }))
+}
+
+/// Get a rollout
+///
+/// Status, waves with their racks, each rack's task and live task status, counts and the
+/// failure budget used.
+#[utoipa::path(get, path = "/v1/rollouts/{id}", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+    responses(
+        (status = 200, description = "The rollout", body = RolloutDoc),
+        (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn get_rollout(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<RolloutDoc>> {
+    Ok(axum::Json(load(&state, uuid_param("id", &id)?).await?))
+}
+
+async fn steer(state: &AppState, id: &str, command: Command) -> ApiResult<Response> {
+    let id = uuid_param("id", id)?;
+    state.rollouts().command(id, command).await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(load(state, id).await?)).into_response())
+}
+
+/// Pause a rollout
+///
+/// No new rack starts; racks already running finish. The rollout shows `paused` once its run
+/// has taken the command.
+#[utoipa::path(post, path = "/v1/rollouts/{id}/pause", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+    responses(
+        (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
+        (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The rollout has ended (`rollout_finished`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn pause_rollout(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    steer(&state, &id, Command::Pause).await
+}
+
+/// Resume a paused rollout
+///
+/// Racks start again where the pause stopped them (or the next wave starts, when the pause
+/// came between waves). Resuming a rollout that is not paused changes nothing.
+#[utoipa::path(post, path = "/v1/rollouts/{id}/resume", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+    responses(
+        (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
+        (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The rollout has ended (`rollout_finished`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn resume_rollout(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    steer(&state, &id, Command::Resume).await
+}
+
+/// Approve the waves after the canary
+///
+/// For a rollout created with `approval_after_canary`: lets the waves after the canary start
+/// (at once when it is `awaiting_approval`, or as soon as the canary passes when sent earlier).
+#[utoipa::path(post, path = "/v1/rollouts/{id}/approve", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+    responses(
+        (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
+        (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The rollout has ended (`rollout_finished`) or has no approval gate (`no_approval_gate`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn approve_rollout(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    steer(&state, &id, Command::Approve).await
+}
+
+/// Body of `POST /v1/rollouts/{id}/abort`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AbortRolloutRequest {
+    /// `true`: cancel the tasks still running; `false` (default): let them finish.
+    #[serde(default)]
+    pub cancel_running: bool,
+}
+
+/// Abort a rollout
+///
+/// No new rack starts. With `cancel_running` the tasks still running are cancelled;
+/// without, they finish. The rollout ends `aborted` once nothing of it runs.
+#[utoipa::path(post, path = "/v1/rollouts/{id}/abort", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+    request_body(content = AbortRolloutRequest, description = "Optional; default lets running tasks finish"),
+    responses(
+        (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
+        (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The rollout has ended (`rollout_finished`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn abort_rollout(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    MaybeJson(body): MaybeJson<AbortRolloutRequest>,
+) -> ApiResult<Response> {
+    let cancel_running = body.is_some_and(|b| b.cancel_running);
+    steer(&state, &id, Command::Abort { cancel_running }).await
+}
+
+/// Follow a rollout
+///
+/// Server-Sent Events: a `rollout` event with the whole rollout (as `GET /v1/rollouts/{id}`
+/// returns it) now and on every change, until the rollout ends; then the stream closes.
+#[utoipa::path(get, path = "/v1/rollouts/{id}/events", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+    responses(
+        (status = 200, description = "A stream of `rollout` events", content_type = "text/event-stream", body = RolloutDoc),
+        (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn rollout_events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
+    let id = uuid_param("id", &id)?;
+    store::get(state.db(), id).await?;
+    let stream = futures::stream::unfold(
+        (state, String::new(), false),
+        move |(state, seen, done)| async move {
+            if done {
+                return None;
+            }
+            let mut first = true;
+            loop {
+                if !first {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                first = false;
+                // The database is the source of truth (task statuses included), so every
+                // replica can serve the stream; an event goes out only when something changed.
+                match load(&state, id).await {
+                    Ok(doc) => {
+                        let data = serde_json::to_string(&doc).unwrap_or_default();
+                        if data == seen {
+                            continue;
+                        }
+                        let ended = doc.ended();
+                        return Some((
+                            Ok(Event::default().event("rollout").data(data.clone())),
+                            (state, data, ended),
+                        ));
+                    }
+                    Err(e) => {
+                        return Some((
+                            Ok(Event::default().event("error").data(e.to_string())),
+                            (state, seen, true),
+                        ));
+                    }
+                }
+            }
+        },
+    );
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}

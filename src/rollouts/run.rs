@@ -1,0 +1,322 @@
+//! The steps a rollout's durable run takes, each one database write (the run's activities are
+//! the rollout's only writer): start, gate states, submitting and following a wave's racks
+//! through the normal task submission, verification, and the end.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::model::{OnRefused, RackState, Rollout, RolloutStatus, Strategy, WaveStatus, Window};
+use super::progress::{Counts, rollout_task_statuses, task_statuses};
+use super::service::{RolloutService, task_spec};
+use super::store;
+use crate::drift::observe::Observer;
+use crate::error::{Error, Result};
+
+/// What the run needs to drive the rollout, read once at its start.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunPlan {
+    pub status: RolloutStatus,
+    pub waves: u32,
+    pub canary: bool,
+    pub total: u32,
+    pub strategy: Strategy,
+    pub window: Option<Window>,
+}
+
+/// A wave's racks and the whole rollout's, after one step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaveProgress {
+    pub wave: Counts,
+    pub overall: Counts,
+}
+
+impl WaveProgress {
+    /// Every rack of the wave submitted (or refused) and every task ended.
+    pub fn done(&self) -> bool {
+        self.wave.pending == 0 && self.wave.running == 0
+    }
+}
+
+/// Refusals of the normal submission path that are the rack's, not the system's.
+fn refusal(e: &Error) -> Option<String> {
+    match e {
+        Error::Conflict {
+            code: "rack_busy" | "queue_full",
+            message,
+            errors,
+        }
+        | Error::Unprocessable {
+            code: "no_components" | "unsupported",
+            message,
+            errors,
+        } => Some(
+            errors
+                .first()
+                .map_or(message.clone(), |e| e.message.clone()),
+        ),
+        Error::Invalid(errors) | Error::Unprocessable { errors, .. } => Some(
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        _ => None,
+    }
+}
+
+impl RolloutService {
+    /// Reads, changes and writes the rollout, retrying when the compare-and-set loses. An
+    /// ended rollout is answered as is.
+    async fn mutate(&self, id: Uuid, change: impl Fn(&mut Rollout)) -> Result<Rollout> {
+        for _ in 0..5 {
+            let mut r = store::get(&self.db, id).await?;
+            if r.status.is_terminal() {
+                return Ok(r);
+            }
+            change(&mut r);
+            r.updated_at = self.clock.now();
+            if store::update(&self.db, &r).await? {
+                r.revision += 1;
+                return Ok(r);
+            }
+        }
+        Err(Error::Internal(format!("rollout {id} kept changing")))
+    }
+
+    /// The run has begun: pending -> running.
+    pub async fn begin(&self, id: Uuid) -> Result<RunPlan> {
+        let now = self.clock.now();
+        let r = self
+            .mutate(id, |r| {
+                if r.status == RolloutStatus::Pending {
+                    r.status = RolloutStatus::Running;
+                    r.started_at = Some(now);
+                    r.message = "running".into();
+                }
+            })
+            .await?;
+        Ok(RunPlan {
+            status: r.status,
+            waves: r.waves.len() as u32,
+            canary: r.waves.first().is_some_and(|w| w.canary),
+            total: r.total_racks(),
+            strategy: r.spec.strategy.clone(),
+            window: r.spec.window,
+        })
+    }
+
+    /// Records where the run is (a gate, or running a wave).
+    pub async fn set_status(
+        &self,
+        id: Uuid,
+        status: RolloutStatus,
+        wave: Option<u32>,
+        message: &str,
+        approved: bool,
+    ) -> Result<()> {
+        self.mutate(id, |r| {
+            r.status = status;
+            r.current_wave = wave.or(r.current_wave);
+            r.message = message.to_string();
+            r.approved |= approved;
+        })
+        .await
+        .map(drop)
+    }
+
+    /// One step of a wave: when `submit`, starts tasks for pending racks up to the wave's
+    /// concurrency; then counts. Each rack's submission carries a key derived from the
+    /// rollout and the rack, so a repeated step never creates a second task for a rack.
+    pub async fn advance(&self, id: Uuid, wave: u32, submit: bool) -> Result<WaveProgress> {
+        let mut r = store::get(&self.db, id).await?;
+        let index = wave as usize;
+        if index >= r.waves.len() {
+            return Err(Error::invalid(
+                "wave",
+                format!("rollout {id} has no wave {wave}"),
+            ));
+        }
+        let mut statuses = rollout_task_statuses(&self.db, &r).await?;
+        let mut changed = false;
+        let mut deferred = None;
+        if submit && !r.status.is_terminal() {
+            let limit = r.spec.strategy.max_concurrent_racks.unwrap_or(u32::MAX);
+            let w = &r.waves[index];
+            let mut active = Counts::of(w.racks.iter(), &statuses).running;
+            let description = format!("rollout {} — wave {}", r.spec.name, wave + 1);
+            for i in 0..r.waves[index].racks.len() {
+                if active >= limit {
+                    break;
+                }
+                let rack = &r.waves[index].racks[i];
+                if rack.state != RackState::Pending {
+                    continue;
+                }
+                let key = format!("rollout:{id}:{}", rack.rack_id);
+                let spec = task_spec(&r.spec, vec![rack.rack_id], description.clone());
+                let result = self.tasks.submit(&spec, Some(&key)).await;
+                let rack = &mut r.waves[index].racks[i];
+                match result {
+                    Ok(submission) => {
+                        if let Some(task) = submission.task_ids.first() {
+                            rack.state = RackState::Submitted;
+                            rack.task_id = Some(*task);
+                            active += 1;
+                        } else {
+                            rack.state = RackState::Refused;
+                            rack.reason = Some("no task was created".into());
+                        }
+                    }
+                    Err(e) => match refusal(&e) {
+                        Some(reason) => {
+                            rack.state = match r.spec.on_refused {
+                                OnRefused::Skip => RackState::Skipped,
+                                OnRefused::Fail => RackState::Refused,
+                            };
+                            rack.reason = Some(reason);
+                        }
+                        None => {
+                            // Temporal or the database is away: keep what was done, retry later.
+                            deferred = Some(e);
+                            changed = true;
+                            break;
+                        }
+                    },
+                }
+                changed = true;
+            }
+            let w = &mut r.waves[index];
+            if w.status == WaveStatus::Pending {
+                w.status = WaveStatus::Running;
+                w.started_at = Some(self.clock.now());
+                changed = true;
+            }
+        }
+        if changed {
+            r.current_wave = Some(wave);
+            r.updated_at = self.clock.now();
+            if !store::update(&self.db, &r).await? {
+                return Err(Error::Internal(format!("rollout {id} changed meanwhile")));
+            }
+            statuses = rollout_task_statuses(&self.db, &r).await?;
+        }
+        if let Some(e) = deferred {
+            return Err(e);
+        }
+        Ok(WaveProgress {
+            wave: Counts::of(r.waves[index].racks.iter(), &statuses),
+            overall: Counts::of(r.racks(), &statuses),
+        })
+    }
+
+    /// Validates each rack of the wave whose task succeeded against its component managers;
+    /// a rack that does not validate clean counts as failed. Returns how many did not.
+    pub async fn verify(&self, id: Uuid, wave: u32, observer: &Observer) -> Result<u32> {
+        let r = store::get(&self.db, id).await?;
+        let Some(w) = r.waves.get(wave as usize) else {
+            return Ok(0);
+        };
+        let statuses = task_statuses(&self.db, w.racks.iter().filter_map(|r| r.task_id)).await?;
+        let mut findings = Vec::new();
+        for rack in &w.racks {
+            let succeeded = rack
+                .task_id
+                .and_then(|t| statuses.get(&t))
+                .is_some_and(|s| *s == crate::tasks::TaskStatus::Succeeded);
+            if !succeeded {
+                continue;
+            }
+            let v = crate::drift::validate::validate_rack(&self.db, observer, rack.rack_id).await?;
+            let s = v.summary;
+            let diffs = s.missing + s.unexpected + s.mismatch + s.unreachable;
+            if diffs > 0 {
+                findings.push((
+                    rack.rack_id,
+                    format!(
+                        "validation found {diffs} difference(s): {} missing, {} unexpected, {} mismatched, {} unreachable",
+                        s.missing, s.unexpected, s.mismatch, s.unreachable
+                    ),
+                ));
+            }
+        }
+        let failed = findings.len() as u32;
+        self.mutate(id, |r| {
+            for rack in r.waves[wave as usize].racks.iter_mut() {
+                if let Some((_, reason)) = findings.iter().find(|(id, _)| *id == rack.rack_id) {
+                    rack.verify_failed = true;
+                    rack.reason = Some(reason.clone());
+                }
+            }
+        })
+        .await?;
+        Ok(failed)
+    }
+
+    /// Closes a wave: failed when any of its racks failed. Answers the final counts.
+    pub async fn end_wave(&self, id: Uuid, wave: u32) -> Result<WaveProgress> {
+        let r = store::get(&self.db, id).await?;
+        let statuses = rollout_task_statuses(&self.db, &r).await?;
+        let wave_counts = Counts::of(r.waves[wave as usize].racks.iter(), &statuses);
+        let now = self.clock.now();
+        let r = self
+            .mutate(id, |r| {
+                let w = &mut r.waves[wave as usize];
+                w.status = if wave_counts.failed > 0 {
+                    WaveStatus::Failed
+                } else {
+                    WaveStatus::Succeeded
+                };
+                w.finished_at = Some(now);
+            })
+            .await?;
+        Ok(WaveProgress {
+            wave: wave_counts,
+            overall: Counts::of(r.racks(), &statuses),
+        })
+    }
+
+    /// Ends the rollout; racks never submitted and waves never started are marked not run.
+    pub async fn end(&self, id: Uuid, status: RolloutStatus, message: &str) -> Result<()> {
+        let now = self.clock.now();
+        self.mutate(id, |r| {
+            for w in r.waves.iter_mut() {
+                for rack in w.racks.iter_mut() {
+                    if rack.state == RackState::Pending {
+                        rack.state = RackState::NotRun;
+                    }
+                }
+                if w.status == WaveStatus::Pending {
+                    w.status = WaveStatus::NotRun;
+                }
+                if matches!(w.status, WaveStatus::Running | WaveStatus::Verifying) {
+                    w.finished_at = Some(now);
+                    w.status = WaveStatus::Failed;
+                }
+            }
+            r.status = status;
+            r.message = message.to_string();
+            r.finished_at = Some(now);
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Cancels every task of the rollout that has not ended. Returns how many were asked to.
+    pub async fn cancel_active(&self, id: Uuid) -> Result<u32> {
+        let r = store::get(&self.db, id).await?;
+        let statuses = rollout_task_statuses(&self.db, &r).await?;
+        let mut cancelled = 0;
+        for (task, status) in statuses {
+            if !status.is_terminal() {
+                match self.tasks.cancel(task).await {
+                    Ok(_) => cancelled += 1,
+                    // Ended meanwhile: nothing to cancel.
+                    Err(Error::Conflict { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(cancelled)
+    }
+}

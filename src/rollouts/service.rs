@@ -1,0 +1,288 @@
+//! Creating rollouts (racks resolved, waves planned, the durable run started), dry runs that
+//! answer the same plan without creating anything, and steering commands.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use uuid::Uuid;
+
+use super::engine::RolloutEngine;
+use super::model::{
+    Command, RackInfo, RackState, Rollout, RolloutSpec, RolloutStatus, RolloutTargets, Wave,
+    WaveRack, WaveStatus,
+};
+use super::{plan, store};
+use crate::app::Clock;
+use crate::db::entities::racks;
+use crate::error::{Error, Result};
+use crate::inventory::query::text_matches;
+use crate::operations::model::{OperationSpec, RackRef, RackTarget, TargetSpec};
+use crate::tasks::TaskService;
+use crate::tasks::service::engine_error;
+
+/// One rack of a dry run's wave, with what submitting its task now would do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedRack {
+    pub rack_id: Uuid,
+    pub rack_name: String,
+    /// `start`, `queue` or `reject`, as the operation dry run answers.
+    pub outcome: String,
+    pub reason: Option<String>,
+}
+
+/// What `create` did: only planned (dry run), or created and started.
+#[derive(Debug, Clone)]
+pub enum Created {
+    Plan(Vec<Vec<PlannedRack>>),
+    Rollout(Box<Rollout>),
+}
+
+/// Owns rollout creation and the commands callers send to running rollouts.
+pub struct RolloutService {
+    pub(super) db: DatabaseConnection,
+    pub(super) tasks: Arc<TaskService>,
+    engine: Option<Arc<dyn RolloutEngine>>,
+    pub(super) clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for RolloutService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RolloutService").finish_non_exhaustive()
+    }
+}
+
+fn no_engine() -> Error {
+    Error::Unavailable {
+        service: "temporal",
+        message: "no workflow engine for rollouts is configured in this process".into(),
+    }
+}
+
+impl RolloutService {
+    pub fn new(
+        db: DatabaseConnection,
+        tasks: Arc<TaskService>,
+        engine: Option<Arc<dyn RolloutEngine>>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            db,
+            tasks,
+            engine,
+            clock,
+        }
+    }
+
+    pub fn db(&self) -> &DatabaseConnection {
+        &self.db
+    }
+
+    /// Resolves the targets, plans the waves and, unless `dry_run`, stores the rollout and
+    /// starts its run.
+    pub async fn create(&self, spec: RolloutSpec, dry_run: bool) -> Result<Created> {
+        // The checks every rack's submission makes, once, before anything is planned.
+        task_spec(&spec, vec![Uuid::nil()], String::new()).validate()?;
+        if let Some(rule_id) = spec.template.rule_id {
+            crate::rules::resolve::check_requested(
+                &self.db,
+                rule_id,
+                spec.template.operation.code(),
+            )
+            .await?;
+        }
+        let racks = self.resolve(&spec.targets).await?;
+        if racks.is_empty() {
+            return Err(Error::invalid("target_spec", "selects no rack"));
+        }
+        let waves = plan::plan(racks, &spec.strategy);
+        if dry_run {
+            return Ok(Created::Plan(self.preview(&spec, &waves).await?));
+        }
+        let engine = self.engine.clone().ok_or_else(no_engine)?;
+        let now = self.clock.now();
+        let rollout = Rollout {
+            id: Uuid::now_v7(),
+            status: RolloutStatus::Pending,
+            waves: waves
+                .iter()
+                .enumerate()
+                .map(|(i, racks)| Wave {
+                    index: i as u32,
+                    canary: i == 0 && spec.strategy.canary > 0,
+                    status: WaveStatus::Pending,
+                    racks: racks
+                        .iter()
+                        .map(|r| WaveRack {
+                            rack_id: r.id,
+                            rack_name: r.name.clone(),
+                            state: RackState::Pending,
+                            task_id: None,
+                            reason: None,
+                            verify_failed: false,
+                        })
+                        .collect(),
+                    started_at: None,
+                    finished_at: None,
+                })
+                .collect(),
+            spec,
+            current_wave: None,
+            approved: false,
+            message: "created".into(),
+            revision: 0,
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            finished_at: None,
+        };
+        store::insert(&self.db, &rollout).await?;
+        if let Err(e) = engine.start(rollout.id).await {
+            // Nothing ran: leave no rollout behind that no run will ever move.
+            let _ = crate::db::entities::rollouts::Entity::delete_by_id(rollout.id)
+                .exec(&self.db)
+                .await;
+            return Err(engine_error(e));
+        }
+        Ok(Created::Rollout(Box::new(rollout)))
+    }
+
+    /// Every targeted live rack with what the planner orders and spreads by.
+    async fn resolve(&self, targets: &RolloutTargets) -> Result<Vec<RackInfo>> {
+        let rows = match targets {
+            RolloutTargets::Racks(refs) => {
+                let mut rows: Vec<racks::Model> = Vec::new();
+                for (i, r) in refs.iter().enumerate() {
+                    let row = crate::inventory::racks::resolve(&self.db, &r.to_string())
+                        .await
+                        .map_err(|e| match e {
+                            Error::NotFound { .. } => Error::invalid(
+                                format!("target_spec.racks[{i}]"),
+                                format!("no rack {r}"),
+                            ),
+                            other => other,
+                        })?;
+                    if !rows.iter().any(|known| known.id == row.id) {
+                        rows.push(row);
+                    }
+                }
+                rows
+            }
+            RolloutTargets::Selector(s) => {
+                let mut query = racks::Entity::find().filter(racks::Column::DeletedAt.is_null());
+                if let Some(dc) = &s.datacenter {
+                    query = query.filter(racks::Column::Datacenter.eq(dc.as_str()));
+                }
+                if let Some(room) = &s.room {
+                    query = query.filter(racks::Column::Room.eq(room.as_str()));
+                }
+                if let Some(name) = &s.name {
+                    query = query.filter(text_matches(racks::Column::Name, name));
+                }
+                if let Some(domain) = &s.nvl_domain {
+                    let found = crate::inventory::nvl::find(&self.db, domain)
+                        .await?
+                        .ok_or_else(|| {
+                            Error::invalid(
+                                "target_spec.selector.nvl_domain",
+                                format!("no NVL domain {domain}"),
+                            )
+                        })?;
+                    query = query.filter(racks::Column::NvlDomainId.eq(found.id));
+                }
+                query.all(&self.db).await?
+            }
+        };
+        Ok(rows
+            .into_iter()
+            .map(|r| RackInfo {
+                id: r.id,
+                name: r.name,
+                datacenter: r.datacenter,
+                room: r.room,
+                position: r.position,
+                nvl_domain: r.nvl_domain_id,
+            })
+            .collect())
+    }
+
+    /// What submitting each planned rack's task would do now.
+    async fn preview(
+        &self,
+        spec: &RolloutSpec,
+        waves: &[Vec<RackInfo>],
+    ) -> Result<Vec<Vec<PlannedRack>>> {
+        let all = waves.iter().flatten().map(|r| r.id).collect();
+        let previews: HashMap<Uuid, _> = self
+            .tasks
+            .preview(&task_spec(spec, all, "dry run".into()))
+            .await?
+            .into_iter()
+            .map(|p| (p.rack_id, p))
+            .collect();
+        Ok(waves
+            .iter()
+            .map(|wave| {
+                wave.iter()
+                    .map(|r| {
+                        let p = previews.get(&r.id);
+                        PlannedRack {
+                            rack_id: r.id,
+                            rack_name: r.name.clone(),
+                            outcome: p.map_or("reject", |p| p.outcome).to_string(),
+                            reason: p.and_then(|p| p.reason.clone()),
+                        }
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    pub async fn get(&self, id: Uuid) -> Result<Rollout> {
+        store::get(&self.db, id).await
+    }
+
+    /// Delivers a command to the rollout's run; the run records its effect.
+    pub async fn command(&self, id: Uuid, command: Command) -> Result<Rollout> {
+        let rollout = store::get(&self.db, id).await?;
+        if rollout.status.is_terminal() {
+            return Err(Error::conflict(
+                "rollout_finished",
+                format!("rollout {id} has ended ({})", rollout.status.as_str()),
+            ));
+        }
+        if command == Command::Approve && !rollout.spec.strategy.approval_after_canary {
+            return Err(Error::conflict(
+                "no_approval_gate",
+                format!("rollout {id} does not wait for an approval"),
+            ));
+        }
+        let engine = self.engine.clone().ok_or_else(no_engine)?;
+        engine.signal(id, command).await.map_err(engine_error)?;
+        Ok(rollout)
+    }
+}
+
+/// The operation spec of the given racks' tasks.
+pub(super) fn task_spec(
+    spec: &RolloutSpec,
+    racks: Vec<Uuid>,
+    description: String,
+) -> OperationSpec {
+    OperationSpec {
+        operation: spec.template.operation.clone(),
+        targets: TargetSpec::Racks(
+            racks
+                .into_iter()
+                .map(|id| RackTarget {
+                    rack: RackRef::Id(id),
+                    component_types: spec.component_types.clone(),
+                })
+                .collect(),
+        ),
+        description: Some(description),
+        conflict_strategy: spec.conflict_strategy,
+        queue_timeout_secs: spec.template.queue_timeout_secs,
+        rule_id: spec.template.rule_id,
+    }
+}

@@ -1,0 +1,146 @@
+//! The gates around each wave of the rollout workflow: approval after the canary, the pause
+//! between waves, a caller's pause and the window before it; verification, the canary and the
+//! failure budget after it.
+
+use std::time::Duration;
+
+use temporalio_sdk::WorkflowResult;
+use temporalio_sdk::workflows::select;
+use uuid::Uuid;
+
+use super::{Ctx, RolloutWorkflow, aborted, finish, nap, now, status, steps, wait};
+use crate::rollouts::model::{RolloutStatus, Verify};
+use crate::rollouts::plan::{WindowState, window_state};
+use crate::rollouts::run::{RunPlan, WaveProgress};
+use crate::workflows::rollout_activities::{RolloutActivities, WaveInput};
+
+/// Approval after the canary, the pause between waves, a caller's pause and the window.
+pub(super) async fn gates(
+    ctx: &Ctx,
+    id: Uuid,
+    plan: &RunPlan,
+    wave: u32,
+) -> WorkflowResult<Option<RolloutStatus>> {
+    let n = wave + 1;
+    if wave == 1 && plan.canary && plan.strategy.approval_after_canary && !ctx.state(|s| s.approved)
+    {
+        let message = "the canary wave passed; waiting for approval".to_string();
+        status(
+            ctx,
+            id,
+            RolloutStatus::AwaitingApproval,
+            Some(wave),
+            message,
+        )
+        .await?;
+        wait(ctx, |s| s.approved || s.abort.is_some()).await;
+    }
+    if wave > 0 && plan.strategy.pause_between_secs > 0 && !aborted(ctx) {
+        let secs = plan.strategy.pause_between_secs;
+        let message = format!("pausing {secs}s before wave {n}");
+        status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
+        select! {
+            _ = ctx.timer(Duration::from_secs(secs)) => {},
+            _ = ctx.wait_condition(|s: &RolloutWorkflow| s.abort.is_some()) => {},
+        }
+    }
+    loop {
+        if aborted(ctx) {
+            return finish(
+                ctx,
+                id,
+                RolloutStatus::Aborted,
+                format!("aborted before wave {n}"),
+            )
+            .await;
+        }
+        if ctx.state(|s| s.paused) {
+            status(
+                ctx,
+                id,
+                RolloutStatus::Paused,
+                Some(wave),
+                format!("paused before wave {n}"),
+            )
+            .await?;
+            wait(ctx, |s| !s.paused || s.abort.is_some()).await;
+            continue;
+        }
+        let Some(window) = plan.window else { break };
+        let at = now(ctx);
+        match window_state(&window, at) {
+            WindowState::Open => break,
+            WindowState::OpensAt(opens) => {
+                let message = format!(
+                    "wave {n} waits for the window opening at {}",
+                    opens.to_rfc3339()
+                );
+                status(
+                    ctx,
+                    id,
+                    RolloutStatus::WaitingForWindow,
+                    Some(wave),
+                    message,
+                )
+                .await?;
+                nap(ctx, (opens - at).to_std().unwrap_or_default()).await;
+            }
+            WindowState::Over => {
+                let message = format!("the window ended before wave {n} could start");
+                return finish(ctx, id, RolloutStatus::Failed, message).await;
+            }
+        }
+    }
+    let message = format!("wave {n} of {} running", plan.waves);
+    status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
+    Ok(None)
+}
+
+/// Verifies the wave, closes it, and halts on a failed canary or a spent failure budget.
+pub(super) async fn after_wave(
+    ctx: &Ctx,
+    id: Uuid,
+    plan: &RunPlan,
+    wave: u32,
+) -> WorkflowResult<(Option<RolloutStatus>, WaveProgress)> {
+    let n = wave + 1;
+    let input = WaveInput {
+        rollout_id: id,
+        wave,
+        submit: false,
+    };
+    if plan.strategy.verify == Verify::Validation {
+        status(
+            ctx,
+            id,
+            RolloutStatus::Running,
+            Some(wave),
+            format!("verifying wave {n}"),
+        )
+        .await?;
+        ctx.execute_activity(RolloutActivities::verify, input.clone(), steps())
+            .await?;
+    }
+    let p = ctx
+        .execute_activity(RolloutActivities::end_wave, input, steps())
+        .await?;
+    if wave == 0 && plan.canary && p.wave.failed > 0 {
+        let message = format!(
+            "the canary failed ({} of {} racks); later waves not started",
+            p.wave.failed, p.wave.total
+        );
+        return Ok((finish(ctx, id, RolloutStatus::Halted, message).await?, p));
+    }
+    if plan
+        .strategy
+        .failure_budget
+        .exceeded(p.overall.failed, plan.total)
+    {
+        let message = format!(
+            "failure budget exceeded after wave {n}: {} of {} racks failed; later waves not started",
+            p.overall.failed, plan.total
+        );
+        return Ok((finish(ctx, id, RolloutStatus::Halted, message).await?, p));
+    }
+    Ok((None, p))
+}

@@ -1,0 +1,160 @@
+//! Activities of the rollout workflow: each one step of [`RolloutService`]'s run, so the
+//! rollout's row has one writer and every step is recorded in the workflow's history.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use temporalio_macros::activities;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use uuid::Uuid;
+
+use super::activities::{RackActivities, activity_error};
+use crate::drift::observe::Observer;
+use crate::rollouts::RolloutService;
+use crate::rollouts::model::RolloutStatus;
+use crate::rollouts::run::{RunPlan, WaveProgress};
+
+/// A status the run records.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusInput {
+    pub rollout_id: Uuid,
+    pub status: RolloutStatus,
+    pub wave: Option<u32>,
+    pub message: String,
+    pub approved: bool,
+}
+
+/// One wave of one rollout; `submit` lets the step start new racks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WaveInput {
+    pub rollout_id: Uuid,
+    pub wave: u32,
+    pub submit: bool,
+}
+
+/// Everything the rollout activities need.
+pub struct RolloutActivities {
+    pub rollouts: Arc<RolloutService>,
+    /// Asks the component managers what they see, for the verify step.
+    pub observer: Observer,
+}
+
+/// How long one verification waits for a component manager.
+const VERIFY_OBSERVE_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl RolloutActivities {
+    /// Shares the rack activities' task service, managers and clock.
+    pub fn from_rack(rack: &RackActivities) -> Self {
+        let rollouts = RolloutService::new(
+            rack.tasks.db().clone(),
+            rack.tasks.clone(),
+            None,
+            rack.clock.clone(),
+        );
+        Self {
+            rollouts: Arc::new(rollouts),
+            observer: Observer::new(rack.registry.clone(), VERIFY_OBSERVE_TIMEOUT),
+        }
+    }
+}
+
+#[activities]
+impl RolloutActivities {
+    /// The run has begun: reads what it needs and marks the rollout running.
+    #[activity(name = "RolloutBegin")]
+    pub async fn begin(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        rollout_id: Uuid,
+    ) -> Result<RunPlan, ActivityError> {
+        self.rollouts
+            .begin(rollout_id)
+            .await
+            .map_err(activity_error)
+    }
+
+    /// Records a gate or progress status.
+    #[activity(name = "RolloutSetStatus")]
+    pub async fn set_status(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: StatusInput,
+    ) -> Result<(), ActivityError> {
+        self.rollouts
+            .set_status(
+                input.rollout_id,
+                input.status,
+                input.wave,
+                &input.message,
+                input.approved,
+            )
+            .await
+            .map_err(activity_error)
+    }
+
+    /// Submits what the wave may start now and counts its racks.
+    #[activity(name = "RolloutAdvance")]
+    pub async fn advance(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: WaveInput,
+    ) -> Result<WaveProgress, ActivityError> {
+        self.rollouts
+            .advance(input.rollout_id, input.wave, input.submit)
+            .await
+            .map_err(activity_error)
+    }
+
+    /// Validates the wave's racks; answers how many are not clean.
+    #[activity(name = "RolloutVerify")]
+    pub async fn verify(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: WaveInput,
+    ) -> Result<u32, ActivityError> {
+        self.rollouts
+            .verify(input.rollout_id, input.wave, &self.observer)
+            .await
+            .map_err(activity_error)
+    }
+
+    /// Closes the wave and answers the counts the gates check.
+    #[activity(name = "RolloutEndWave")]
+    pub async fn end_wave(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: WaveInput,
+    ) -> Result<WaveProgress, ActivityError> {
+        self.rollouts
+            .end_wave(input.rollout_id, input.wave)
+            .await
+            .map_err(activity_error)
+    }
+
+    /// Records the rollout's final status.
+    #[activity(name = "RolloutEnd")]
+    pub async fn end(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: StatusInput,
+    ) -> Result<(), ActivityError> {
+        self.rollouts
+            .end(input.rollout_id, input.status, &input.message)
+            .await
+            .map_err(activity_error)
+    }
+
+    /// Cancels the rollout's tasks that have not ended (abort with `cancel_running`).
+    #[activity(name = "RolloutCancelActive")]
+    pub async fn cancel_active(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        rollout_id: Uuid,
+    ) -> Result<u32, ActivityError> {
+        self.rollouts
+            .cancel_active(rollout_id)
+            .await
+            .map_err(activity_error)
+    }
+}
