@@ -11,6 +11,7 @@
 //!   periodic drift sync).
 //! - [`error`] is the one domain error type.
 //! - [`rules`] holds operation rules: stored, default and built-in stage sequences.
+//! - [`ui`] is the operator console: server-rendered HTML under `/ui`, a second HTTP face.
 
 // The OpenAPI examples are large `json!` literals.
 #![recursion_limit = "256"]
@@ -33,4 +34,5 @@ pub mod schedules;
 pub mod service;
 pub mod tasks;
 pub mod telemetry;
+pub mod ui;
 pub mod workflows;

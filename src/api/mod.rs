@@ -58,6 +58,7 @@ pub fn router(state: AppState) -> Router {
     let request_id = axum::http::HeaderName::from_static("x-request-id");
     let mut app = routes
         .merge(SwaggerUi::new("/swagger-ui").url("/openapi.json", doc))
+        .merge(crate::ui::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

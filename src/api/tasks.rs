@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -163,7 +163,7 @@ pub async fn list_rack_tasks(
 }
 
 /// A task with its stage report.
-async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
+pub(crate) async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
     let task = store::get(state.db(), id).await?;
     let plan = store::plan(state.db(), id).await?;
     let steps = store::steps(state.db(), id).await?;
@@ -223,7 +223,31 @@ pub async fn task_events(
 ) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let id = uuid_param("id", &id)?;
     store::get(state.db(), id).await?;
-    let stream = futures::stream::unfold(
+    let stream = changes(state, id).map(|change| {
+        Ok(match change {
+            Ok(doc) => Event::default()
+                .event("task")
+                .data(serde_json::to_string(&doc).unwrap_or_default()),
+            Err(e) => Event::default().event("error").data(e.to_string()),
+        })
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Whether a task in this state will change no more.
+pub(crate) fn has_ended(doc: &TaskDoc) -> bool {
+    matches!(
+        doc.status,
+        super::schema::task::TaskStatusDoc::Succeeded
+            | super::schema::task::TaskStatusDoc::Failed
+            | super::schema::task::TaskStatusDoc::Cancelled
+    )
+}
+
+/// The task now and after every status or report change, ending after the task ends or after
+/// the first error. Shared by the JSON event stream and the console's live page.
+pub(crate) fn changes(state: AppState, id: uuid::Uuid) -> impl Stream<Item = Result<TaskDoc>> {
+    futures::stream::unfold(
         (state, None, false),
         move |(state, seen, done)| async move {
             if done {
@@ -238,35 +262,19 @@ pub async fn task_events(
                 // The database is the source of truth, so every Flow replica can serve the stream.
                 let change = match store::last_change(state.db(), id).await {
                     Ok(c) => c,
-                    Err(e) => {
-                        return Some((
-                            Ok(Event::default().event("error").data(e.to_string())),
-                            (state, seen, true),
-                        ));
-                    }
+                    Err(e) => return Some((Err(e), (state, seen, true))),
                 };
                 if change.is_some() && change == seen {
                     continue;
                 }
-                let event = match load(&state, id).await {
+                return match load(&state, id).await {
                     Ok(doc) => {
-                        let ended = matches!(
-                            doc.status,
-                            super::schema::task::TaskStatusDoc::Succeeded
-                                | super::schema::task::TaskStatusDoc::Failed
-                                | super::schema::task::TaskStatusDoc::Cancelled
-                        );
-                        let data = serde_json::to_string(&doc).unwrap_or_default();
-                        return Some((
-                            Ok(Event::default().event("task").data(data)),
-                            (state, change, ended),
-                        ));
+                        let ended = has_ended(&doc);
+                        Some((Ok(doc), (state, change, ended)))
                     }
-                    Err(e) => Event::default().event("error").data(e.to_string()),
+                    Err(e) => Some((Err(e), (state, seen, true))),
                 };
-                return Some((Ok(event), (state, seen, true)));
             }
         },
-    );
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    )
 }
