@@ -290,8 +290,16 @@ pub fn drift_table(items: &[DriftDoc]) -> Markup {
                 thead { tr { th { "Kind" } th { "Component" } th { "Differences" } th.hide-narrow { "Since" } } }
                 tbody { @for d in items { tr {
                     td { (badge(&code(&d.diff.kind))) @if d.stale { " " (badge("stale")) } }
-                    td { (code(&d.diff.kind_of_component)) " "
-                        span.mono { (d.diff.external_id.as_deref().or(d.diff.address.as_deref()).unwrap_or("")) } }
+                    td {
+                        (code(&d.diff.kind_of_component)) " "
+                        span.mono { (d.diff.external_id.as_deref().or(d.diff.address.as_deref())
+                            .map(String::from)
+                            .or_else(|| d.diff.component_id.map(|c| c.to_string()[..8].to_string()))
+                            .unwrap_or_default()) }
+                        @if let Some(rack) = d.diff.rack_id {
+                            " " a href=(format!("/ui/racks/{rack}")) { "rack" }
+                        }
+                    }
                     td {
                         @for f in &d.diff.fields {
                             div { strong { (f.field) } ": expected "

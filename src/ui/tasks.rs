@@ -72,9 +72,16 @@ pub async fn list(State(state): State<AppState>, RawQuery(raw): RawQuery) -> UiR
     Ok(page::ok(page::layout("Tasks", "/ui/tasks", body)))
 }
 
-/// The part of a task page that changes: status, message and every stage's components.
-pub fn task_body(t: &TaskDoc) -> Markup {
+/// The part of a task page that changes: status, message, the cancel button while the task
+/// runs (`cancel` holds the form's token when the viewer may cancel) and every stage.
+pub fn task_body(t: &TaskDoc, cancel: Option<&CsrfToken>) -> Markup {
     html! {
+        @if let Some(csrf) = cancel.filter(|_| !has_ended(t)) {
+            form method="post" action=(format!("/ui/tasks/{}/cancel", t.id)) {
+                (csrf_field(csrf))
+                button.danger type="submit" { "Cancel task" }
+            }
+        }
         div.card {
             dl.facts {
                 dt { "Status" } dd data-status=(code(&t.status)) { (badge(&code(&t.status))) }
@@ -113,25 +120,19 @@ pub async fn show(
 ) -> UiResult {
     let id = uuid_param("id", &id)?;
     let task = load(&state, id).await?;
-    let can_cancel = !has_ended(&task) && allows(Role::of(&state), Action::CancelTask);
+    let cancel = allows(Role::of(&state), Action::CancelTask).then_some(&csrf);
     let body = html! {
         h1 { "Task " (task.operation) }
         p { "Rack " a href=(format!("/ui/racks/{}", task.rack_id)) { (task.rack_id) }
             " · request " span.mono { (task.request_id) } }
-        @if can_cancel {
-            form method="post" action=(format!("/ui/tasks/{id}/cancel")) {
-                (csrf_field(&csrf))
-                button.danger type="submit" { "Cancel task" }
-            }
-        }
         @if has_ended(&task) {
-            div id="task-live" { (task_body(&task)) }
+            div id="task-live" { (task_body(&task, cancel)) }
         } @else {
             // The SSE extension swaps in each `task` event and closes on `done`, before the
             // server ends the stream (so the browser never sees a dropped connection).
             div id="task-live" hx-ext="sse" sse-connect=(format!("/ui/tasks/{id}/live"))
                 sse-swap="task" sse-close="done" aria-live="polite" {
-                (task_body(&task))
+                (task_body(&task, cancel))
             }
         }
     };
@@ -145,23 +146,20 @@ pub async fn show(
 /// `GET /ui/tasks/{id}/live`: `task` events carrying the re-rendered body, then `done`.
 pub async fn live(
     State(state): State<AppState>,
+    Extension(csrf): Extension<CsrfToken>,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, page::UiError> {
     let id = uuid_param("id", &id)?;
     crate::tasks::store::get(state.db(), id).await?;
-    let stream = changes(state, id).flat_map(|change| {
+    let cancel = allows(Role::of(&state), Action::CancelTask).then_some(csrf);
+    let stream = changes(state, id).flat_map(move |change| {
+        let body = |doc: &TaskDoc| task_body(doc, cancel.as_ref()).into_string();
         let events = match change {
             Ok(doc) if has_ended(&doc) => vec![
-                Event::default()
-                    .event("task")
-                    .data(task_body(&doc).into_string()),
+                Event::default().event("task").data(body(&doc)),
                 Event::default().event("done").data("ended"),
             ],
-            Ok(doc) => vec![
-                Event::default()
-                    .event("task")
-                    .data(task_body(&doc).into_string()),
-            ],
+            Ok(doc) => vec![Event::default().event("task").data(body(&doc))],
             Err(e) => vec![
                 Event::default()
                     .event("task")

@@ -205,6 +205,7 @@ def test_an_operator_finds_a_rack_runs_a_power_on_live_and_sees_drift(flow, brow
     expect(page.locator("[data-status]")).to_have_attribute("data-status", "succeeded", timeout=90_000)
     assert page.evaluate("window.__stayed === true"), "the page reloaded instead of updating live"
     expect(page.locator("section.stage")).to_have_count(3)
+    expect(page.get_by_role("button", name="Cancel task")).to_have_count(0)
     c.shot("task")
 
     page.goto(f"{flow}/ui/tasks")
