@@ -82,13 +82,19 @@ pub async fn list(
     let found = crate::api::racks::list_racks(State(state.clone()), Query(q))
         .await?
         .0;
-    let active = futures::future::try_join_all(
-        found
-            .items
-            .iter()
-            .map(|r| crate::tasks::store::on_rack(state.db(), r.id, &ACTIVE)),
-    )
-    .await?;
+    let ids: Vec<uuid::Uuid> = found.items.iter().map(|r| r.id).collect();
+    let running = crate::tasks::store::on_racks(state.db(), &ids, &ACTIVE).await?;
+    let active: Vec<Vec<Task>> = found
+        .items
+        .iter()
+        .map(|r| {
+            running
+                .iter()
+                .filter(|t| t.rack_id == r.id)
+                .cloned()
+                .collect()
+        })
+        .collect();
     let can_run = allows(Role::of(&state), Action::RunOperation);
     let body = html! {
         h1 { "Racks" }

@@ -166,9 +166,9 @@ def test_an_operator_finds_a_rack_runs_a_power_on_live_and_sees_drift(flow, brow
     # The list, keyboard first: the skip link is the first stop.
     page.goto(f"{flow}/ui")
     expect(page).to_have_url(f"{flow}/ui/racks")
+    c.shot("racks")
     page.keyboard.press("Tab")
     expect(page.locator("a.skip")).to_be_focused()
-    c.shot("racks")
 
     # Paginate: two per page, then the next page holds the third rack.
     page.goto(f"{flow}/ui/racks?limit=2")
