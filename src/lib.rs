@@ -1,8 +1,8 @@
 //! Flow: the inventory of GPU datacenter racks and the rack-level operations run on them.
 //!
 //! A tour of the crate, from the outside in:
-//! - [`api`] and [`ui`] are the only modules that know HTTP. [`api`]: axum handlers, problem+json errors, and the
-//!   OpenAPI document generated from the same route definitions.
+//! - [`api`] and [`ui`] are the only modules that know HTTP. [`api`]: axum handlers,
+//!   problem+json errors, and the OpenAPI document generated from the same route definitions.
 //! - [`inventory`] holds what each rack should contain (racks, components, BMCs, NVL domains)
 //!   and the store functions that read and write it.
 //! - [`db`] connects to PostgreSQL or SQLite and runs the migrations in the `migration` crate.

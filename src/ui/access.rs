@@ -55,3 +55,21 @@ pub fn require(role: Role, action: Action) -> Result<(), Problem> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_viewer_is_offered_no_action_and_an_operator_every_one() {
+        for action in [
+            Action::RunOperation,
+            Action::CancelTask,
+            Action::ControlSchedule,
+        ] {
+            assert!(!allows(Role::Viewer, action));
+            assert!(require(Role::Viewer, action).is_err());
+            assert!(allows(Role::Operator, action));
+        }
+    }
+}

@@ -1,12 +1,10 @@
 //! Rack pages: the filtered, keyset-paged list with power, drift and active-task badges, and
 //! one rack with its components by type, drift diffs, tasks and rules.
 
-use axum::Extension;
 use axum::extract::{Path, RawQuery, State};
 use maud::{Markup, html};
 
 use super::access::{Action, Role, allows};
-use super::csrf::CsrfToken;
 use super::page::{self, UiResult, badge, code, field, time};
 use crate::api::extract::{Query, uuid_param};
 use crate::api::racks::ListRacksQuery;
@@ -70,11 +68,7 @@ fn drift_badges(d: Option<&DriftSummaryDoc>) -> Markup {
 }
 
 /// `GET /ui/racks`
-pub async fn list(
-    State(state): State<AppState>,
-    Extension(_csrf): Extension<CsrfToken>,
-    RawQuery(raw): RawQuery,
-) -> UiResult {
+pub async fn list(State(state): State<AppState>, RawQuery(raw): RawQuery) -> UiResult {
     let (mut q, pairs): (ListRacksQuery, _) = page::query(raw.as_deref())?;
     q.limit = Some(q.limit.unwrap_or(PAGE));
     // Components come with the page (power badges); drift counts are one query for the page.

@@ -16,6 +16,7 @@ on_both_backends!(
     racks_are_filtered_and_paged_by_cursor,
     forms_need_the_session_csrf_token,
     a_preview_shows_the_plan_without_creating_a_task,
+    schedules_are_paused_and_resumed_from_their_page,
 );
 
 fn assert_html(r: &TestResponse, status: u16) {
@@ -227,5 +228,75 @@ async fn a_preview_shows_the_plan_without_creating_a_task(app: TestApp) {
     assert_html(
         &post_form(&app, "/ui/run/preview", Some(&cookie), &none).await,
         400,
+    );
+}
+
+async fn schedules_are_paused_and_resumed_from_their_page(app: TestApp) {
+    app.create_rack(&gb200_rack(1, 1)).await;
+    let body = serde_json::json!({
+        "name": "nightly <on>",
+        "spec": {"type": "interval", "spec": "1h"},
+        "operation": {"kind": "power_on"},
+        "target_spec": {"racks": [{"name": "rack-0001"}]},
+    });
+    let r = app.post("/v1/task-schedules", &body).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let id = r.body["id"].as_str().unwrap().to_string();
+    let page = app.get("/ui/schedules").await;
+    assert_html(&page, 200);
+    assert!(page.text.contains("nightly &lt;on&gt;"), "{}", page.text);
+    assert!(page.text.contains(&format!("/ui/schedules/{id}/pause")));
+    let (cookie, token) = cookie_of(&page);
+    let form = format!("csrf={token}");
+    let r = post_form(
+        &app,
+        &format!("/ui/schedules/{id}/pause"),
+        Some(&cookie),
+        &form,
+    )
+    .await;
+    assert!(r.status.is_redirection(), "{}", r.text);
+    assert_eq!(
+        app.get(&format!("/v1/task-schedules/{id}")).await.body["enabled"],
+        false
+    );
+    let page = app.get("/ui/schedules").await;
+    assert!(
+        page.text.contains(&format!("/ui/schedules/{id}/resume")),
+        "{}",
+        page.text
+    );
+    let r = post_form(
+        &app,
+        &format!("/ui/schedules/{id}/resume"),
+        Some(&cookie),
+        &form,
+    )
+    .await;
+    assert!(r.status.is_redirection(), "{}", r.text);
+    assert_eq!(
+        app.get(&format!("/v1/task-schedules/{id}")).await.body["enabled"],
+        true
+    );
+    let r = post_form(
+        &app,
+        &format!("/ui/schedules/{id}/explode"),
+        Some(&cookie),
+        &form,
+    )
+    .await;
+    assert_html(&r, 404);
+    // Without the token nothing changes.
+    let r = post_form(
+        &app,
+        &format!("/ui/schedules/{id}/pause"),
+        Some(&cookie),
+        "",
+    )
+    .await;
+    assert_html(&r, 403);
+    assert_eq!(
+        app.get(&format!("/v1/task-schedules/{id}")).await.body["enabled"],
+        true
     );
 }
