@@ -1,8 +1,8 @@
 //! Flow: the inventory of GPU datacenter racks and the rack-level operations run on them.
 //!
 //! A tour of the crate, from the outside in:
-//! - [`api`] is the only module that knows HTTP: axum handlers, problem+json errors, and the
-//!   OpenAPI document generated from the same route definitions.
+//! - [`api`] and [`ui`] are the only modules that know HTTP. [`api`]: axum handlers,
+//!   problem+json errors, and the OpenAPI document generated from the same route definitions.
 //! - [`inventory`] holds what each rack should contain (racks, components, BMCs, NVL domains)
 //!   and the store functions that read and write it.
 //! - [`db`] connects to PostgreSQL or SQLite and runs the migrations in the `migration` crate.
@@ -14,6 +14,7 @@
 //! - [`auth`] resolves bearer credentials (OIDC JWTs, API tokens) to identities and roles;
 //!   [`audit`] records who changed what, in the transaction of the change.
 //! - [`rollouts`] runs one operation across many racks in gated waves (one durable workflow).
+//! - [`ui`] is the operator console: server-rendered HTML under `/ui`, a second HTTP face.
 
 // The OpenAPI examples are large `json!` literals.
 #![recursion_limit = "256"]
@@ -39,4 +40,5 @@ pub mod schedules;
 pub mod service;
 pub mod tasks;
 pub mod telemetry;
+pub mod ui;
 pub mod workflows;

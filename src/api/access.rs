@@ -139,6 +139,16 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
 
 /// The table's decision for a route, if it has one.
 pub fn access_for(method: &str, path: &str) -> Option<Access> {
+    // The operator console: its pages read (`viewer`), its forms act (`operator`; the console
+    // checks each action's own role again). Browsers send no bearer header, so until the
+    // console has a sign-in form it is usable only with `FLOW_AUTH=none`.
+    if path == "/ui" || path.starts_with("/ui/") {
+        return Some(if method.eq_ignore_ascii_case("GET") {
+            Needs(Viewer)
+        } else {
+            Needs(Operator)
+        });
+    }
     ROUTES
         .iter()
         .find(|(m, p, _)| m.eq_ignore_ascii_case(method) && *p == path)

@@ -76,6 +76,8 @@ pub fn router(state: AppState) -> Router {
     let (routes, doc) = parts();
     let request_id = axum::http::HeaderName::from_static("x-request-id");
     let mut app = routes
+        // The console sits behind the same guard: its pages need `viewer`, its forms `operator`.
+        .merge(crate::ui::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             access::guard,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
@@ -182,7 +182,7 @@ pub async fn list_rack_tasks(
 }
 
 /// A task with its stage report.
-async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
+pub(crate) async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
     let task = store::get(state.db(), id).await?;
     let plan = store::plan(state.db(), id).await?;
     let steps = store::steps(state.db(), id).await?;
@@ -243,8 +243,45 @@ pub async fn task_events(
 ) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let id = uuid_param("id", &id)?;
     store::get(state.db(), id).await?;
+    let stream = changes(state, id).map(|change| {
+        Ok(match change {
+            Ok(TaskChange::Task(doc)) => Event::default()
+                .event("task")
+                .data(serde_json::to_string(&doc).unwrap_or_default()),
+            Ok(TaskChange::ShuttingDown) => Event::default()
+                .event("shutdown")
+                .data("the server is shutting down; reconnect to keep following the task"),
+            Err(e) => Event::default().event("error").data(e.to_string()),
+        })
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Whether a task in this state will change no more.
+pub(crate) fn has_ended(doc: &TaskDoc) -> bool {
+    matches!(
+        doc.status,
+        super::schema::task::TaskStatusDoc::Succeeded
+            | super::schema::task::TaskStatusDoc::Failed
+            | super::schema::task::TaskStatusDoc::Cancelled
+    )
+}
+
+/// One item of a task's change stream.
+pub(crate) enum TaskChange {
+    /// The task as it is now.
+    Task(Box<TaskDoc>),
+    /// The process is shutting down: the stream ends here, before the task does, so an open
+    /// stream never holds up shutdown.
+    ShuttingDown,
+}
+
+/// The task now and after every status or report change, ending after the task ends, after the
+/// first error, or when the process starts shutting down. Shared by the JSON event stream and
+/// the console's live page.
+pub(crate) fn changes(state: AppState, id: uuid::Uuid) -> impl Stream<Item = Result<TaskChange>> {
     let draining = state.draining();
-    let stream = futures::stream::unfold(
+    futures::stream::unfold(
         (state, None, false, draining),
         move |(state, seen, done, mut draining)| async move {
             if done {
@@ -257,48 +294,30 @@ pub async fn task_events(
                         () = tokio::time::sleep(Duration::from_millis(500)) => false,
                         _ = draining.wait_for(|d| *d) => true,
                     };
-                    // The process is shutting down: a last event says so, and the stream ends
-                    // instead of holding shutdown until the task ends.
                     if shutting_down {
-                        let event = Event::default().event("shutdown").data(
-                            "the server is shutting down; reconnect to keep following the task",
-                        );
-                        return Some((Ok(event), (state, seen, true, draining)));
+                        return Some((Ok(TaskChange::ShuttingDown), (state, seen, true, draining)));
                     }
                 }
                 first = false;
                 // The database is the source of truth, so every Flow replica can serve the stream.
                 let change = match store::last_change(state.db(), id).await {
                     Ok(c) => c,
-                    Err(e) => {
-                        return Some((
-                            Ok(Event::default().event("error").data(e.to_string())),
-                            (state, seen, true, draining),
-                        ));
-                    }
+                    Err(e) => return Some((Err(e), (state, seen, true, draining))),
                 };
                 if change.is_some() && change == seen {
                     continue;
                 }
-                let event = match load(&state, id).await {
+                return match load(&state, id).await {
                     Ok(doc) => {
-                        let ended = matches!(
-                            doc.status,
-                            super::schema::task::TaskStatusDoc::Succeeded
-                                | super::schema::task::TaskStatusDoc::Failed
-                                | super::schema::task::TaskStatusDoc::Cancelled
-                        );
-                        let data = serde_json::to_string(&doc).unwrap_or_default();
-                        return Some((
-                            Ok(Event::default().event("task").data(data)),
+                        let ended = has_ended(&doc);
+                        Some((
+                            Ok(TaskChange::Task(Box::new(doc))),
                             (state, change, ended, draining),
-                        ));
+                        ))
                     }
-                    Err(e) => Event::default().event("error").data(e.to_string()),
+                    Err(e) => Some((Err(e), (state, seen, true, draining))),
                 };
-                return Some((Ok(event), (state, seen, true, draining)));
             }
         },
-    );
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    )
 }

@@ -157,6 +157,26 @@ pub async fn on_rack(
     rows.into_iter().map(task_from_row).collect()
 }
 
+/// Tasks in the given states on any of the given racks, oldest first: one query for a page
+/// of racks (the console's active-task column).
+pub async fn on_racks(
+    db: &impl ConnectionTrait,
+    rack_ids: &[Uuid],
+    statuses: &[TaskStatus],
+) -> Result<Vec<Task>> {
+    if rack_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = tasks::Entity::find()
+        .filter(tasks::Column::RackId.is_in(rack_ids.iter().copied()))
+        .filter(tasks::Column::Status.is_in(statuses.iter().map(|s| s.as_str())))
+        .order_by_asc(tasks::Column::CreatedAt)
+        .order_by_asc(tasks::Column::Id)
+        .all(db)
+        .await?;
+    rows.into_iter().map(task_from_row).collect()
+}
+
 /// Tasks in the given states, oldest first (for sweeps).
 pub async fn with_status(
     db: &impl ConnectionTrait,

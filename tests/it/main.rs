@@ -25,4 +25,5 @@ mod rules;
 mod schedules;
 mod service;
 mod tasks;
+mod ui;
 mod validation;

@@ -1,0 +1,44 @@
+//! The operator console: server-rendered HTML pages under `/ui`, a second HTTP face next to
+//! [`crate::api`]. Pages call the same domain services (and the API's own handlers, in
+//! process) so both faces answer alike; nothing here is part of the OpenAPI document.
+//!
+//! htmx and its SSE extension are vendored into the binary ([`assets`]); every form carries a
+//! CSRF token ([`csrf`]); [`access`] is the one place that decides which actions are offered.
+
+pub mod access;
+pub mod assets;
+pub mod csrf;
+pub mod page;
+pub mod racks;
+pub mod run;
+pub mod tasks;
+pub mod views;
+
+use axum::Router;
+use axum::response::Redirect;
+use axum::routing::{get, post};
+
+use crate::app::AppState;
+
+/// Every console route, mounted beside the API by [`crate::api::router`].
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/ui", get(|| async { Redirect::to("/ui/racks") }))
+        .route("/ui/", get(|| async { Redirect::to("/ui/racks") }))
+        .route("/ui/assets/{file}", get(assets::serve))
+        .route("/ui/racks", get(racks::list))
+        .route("/ui/racks/{id}", get(racks::show))
+        .route("/ui/run", get(run::form).post(run::confirm))
+        .route("/ui/run/preview", post(run::preview))
+        .route("/ui/tasks", get(tasks::list))
+        .route("/ui/tasks/{id}", get(tasks::show))
+        .route("/ui/tasks/{id}/live", get(tasks::live))
+        .route("/ui/tasks/{id}/cancel", post(tasks::cancel))
+        .route("/ui/drift", get(views::drift))
+        .route("/ui/schedules", get(views::schedules))
+        .route("/ui/schedules/{id}/{action}", post(views::schedule_action))
+        .route("/ui/rules", get(views::rules))
+        .route("/ui/rules/{id}", get(views::rule))
+        // Rollouts (issue 18): add `/ui/rollouts` here and its entry in `page::NAV`.
+        .layer(axum::middleware::from_fn(csrf::protect))
+}

@@ -1,0 +1,254 @@
+//! Running an operation on selected racks: a form, the dry-run plan exactly as the API's
+//! `dry_run=true` answers it (stages, conflicts, unsupported components), then a confirmation
+//! that submits under an idempotency key minted with the plan, so a double click runs once.
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect};
+use maud::{Markup, html};
+
+use super::access::{Action, Role, require};
+use super::csrf::CsrfToken;
+use super::page::{self, UiResult, badge, code, csrf_field};
+use crate::api::problem::Problem;
+use crate::api::schema::operation::{
+    Common, ConflictStrategyDoc, RackTargetDoc, SubmissionDoc, TargetSpecDoc, build_spec,
+};
+use crate::api::schema::rule::RackPlanDoc;
+use crate::app::AppState;
+use crate::error::{Error, Violations};
+use crate::operations::model::{Operation, OperationSpec};
+
+/// The operations the console offers: (form value, label).
+const OPERATIONS: [(&str, &str); 6] = [
+    ("power_on", "Power on"),
+    ("power_off", "Power off (graceful)"),
+    ("force_power_off", "Power off (forced)"),
+    ("restart", "Restart (graceful)"),
+    ("force_restart", "Restart (forced)"),
+    ("bring_up", "Bring up"),
+];
+
+/// The submitted form, whichever step it comes from.
+#[derive(Debug, Default)]
+struct RunForm {
+    racks: Vec<uuid::Uuid>,
+    operation: String,
+    description: String,
+    queue: bool,
+    key: String,
+}
+
+fn parse(bytes: &[u8]) -> Result<RunForm, Problem> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(bytes).unwrap_or_default();
+    let mut form = RunForm::default();
+    let mut v = Violations::default();
+    for (k, val) in pairs {
+        match k.as_str() {
+            "rack" => match uuid::Uuid::parse_str(val.trim()) {
+                Ok(id) => form.racks.push(id),
+                Err(_) => v.push("rack", format!("{val:?} is not a rack id")),
+            },
+            "operation" => form.operation = val,
+            "description" => form.description = val,
+            "conflict_strategy" => form.queue = val == "queue",
+            "key" => form.key = val,
+            _ => {}
+        }
+    }
+    if form.racks.is_empty() {
+        v.push("rack", "select at least one rack");
+    }
+    v.finish()?;
+    Ok(form)
+}
+
+fn spec(form: &RunForm) -> Result<OperationSpec, Error> {
+    let operation = match form.operation.as_str() {
+        "power_on" => Operation::PowerOn,
+        "power_off" => Operation::PowerOff { forced: false },
+        "force_power_off" => Operation::PowerOff { forced: true },
+        "restart" => Operation::PowerReset { forced: false },
+        "force_restart" => Operation::PowerReset { forced: true },
+        "bring_up" => Operation::BringUp,
+        _ => {
+            return Err(Error::invalid(
+                "operation",
+                "choose one of the listed operations",
+            ));
+        }
+    };
+    let target = TargetSpecDoc {
+        racks: Some(
+            form.racks
+                .iter()
+                .map(|id| RackTargetDoc {
+                    id: Some(*id),
+                    ..Default::default()
+                })
+                .collect(),
+        ),
+        components: None,
+    };
+    let description = Some(form.description.clone());
+    let common = Common {
+        target_spec: &target,
+        description: &description,
+        conflict_strategy: Some(if form.queue {
+            ConflictStrategyDoc::Queue
+        } else {
+            ConflictStrategyDoc::Reject
+        }),
+        queue_timeout_seconds: None,
+        rule_id: None,
+    };
+    build_spec(operation, common, Violations::default())
+}
+
+fn fields(form: &RunForm, csrf: &CsrfToken, with_choices: bool) -> Markup {
+    html! {
+        (csrf_field(csrf))
+        @for id in &form.racks { input type="hidden" name="rack" value=(id); }
+        @if !with_choices {
+            input type="hidden" name="operation" value=(form.operation);
+            input type="hidden" name="description" value=(form.description);
+            input type="hidden" name="conflict_strategy" value=(if form.queue { "queue" } else { "reject" });
+        }
+    }
+}
+
+/// `GET /ui/run?rack=…`: choose the operation.
+pub async fn form(
+    State(state): State<AppState>,
+    Extension(csrf): Extension<CsrfToken>,
+    RawQuery(raw): RawQuery,
+) -> UiResult {
+    require(Role::of(&state), Action::RunOperation)?;
+    let form = parse(raw.unwrap_or_default().as_bytes())?;
+    let mut names = Vec::new();
+    for id in &form.racks {
+        names.push(
+            crate::inventory::racks::get(state.db(), *id, false)
+                .await?
+                .name,
+        );
+    }
+    let body = html! {
+        h1 { "Run an operation" }
+        p { "On " (names.len()) " rack(s): " (names.join(", ")) }
+        form.card method="post" action="/ui/run/preview" {
+            (fields(&form, &csrf, true))
+            label { "Operation" select name="operation" required {
+                @for (value, label) in OPERATIONS { option value=(value) { (label) } }
+            } }
+            label { "Description (optional)" input type="text" name="description" maxlength="500"; }
+            label { "If a rack is busy" select name="conflict_strategy" {
+                option value="reject" { "refuse that rack" }
+                option value="queue" { "queue behind its task" }
+            } }
+            div.actions { button type="submit" { "Preview the plan" } }
+        }
+    };
+    Ok(page::ok(page::layout(
+        "Run an operation",
+        "/ui/racks",
+        body,
+    )))
+}
+
+fn plan_card(p: &RackPlanDoc) -> Markup {
+    html! {
+        section.card {
+            h2 { (p.rack_name) " " (badge(&p.outcome)) }
+            @if let Some(r) = &p.reason { p { (r) } }
+            @if !p.conflicts.is_empty() {
+                p { "Conflicts: " @for c in &p.conflicts {
+                    a href=(format!("/ui/tasks/{}", c.task_id)) { (c.operation) } " " (badge(&c.status)) " "
+                } }
+            }
+            @if !p.unsupported.is_empty() {
+                p { "Unsupported:" } ul { @for u in &p.unsupported { li { (u) } } }
+            }
+            @if let Some(rule) = &p.rule { p.muted { "Rule " (rule.name) " (" (rule.source) ")" } }
+            @if !p.stages.is_empty() {
+                div.table-wrap { table {
+                    thead { tr { th { "Stage" } th { "Types" } th { "Components" } th.hide-narrow { "Parallel" } th.hide-narrow { "Timeout" } } }
+                    tbody { @for s in &p.stages { tr {
+                        td { (s.number) ". " (s.name) }
+                        td { (s.component_types.iter().map(code).collect::<Vec<_>>().join(", ")) }
+                        td { (s.components.len()) }
+                        td.hide-narrow { (s.max_parallel) }
+                        td.hide-narrow { (s.timeout_seconds) " s" }
+                    } } }
+                } }
+                p.muted { "At most " (format!("{:.0}", p.max_duration_seconds)) " s." }
+            }
+        }
+    }
+}
+
+/// `POST /ui/run/preview`: the plan per rack, and the confirmation.
+pub async fn preview(
+    State(state): State<AppState>,
+    Extension(csrf): Extension<CsrfToken>,
+    body: Bytes,
+) -> UiResult {
+    require(Role::of(&state), Action::RunOperation)?;
+    let mut form = parse(&body)?;
+    let spec = spec(&form)?;
+    let plans: Vec<RackPlanDoc> = state
+        .tasks()
+        .preview(&spec)
+        .await?
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    form.key = uuid::Uuid::new_v4().to_string();
+    let runnable = plans
+        .iter()
+        .any(|p| p.reason.is_none() || p.outcome == "queue");
+    let body = html! {
+        h1 { "Plan: " (form.operation) }
+        p.muted { "A dry run: nothing has been started yet." }
+        @for p in &plans { (plan_card(p)) }
+        form method="post" action="/ui/run" {
+            (fields(&form, &csrf, false))
+            input type="hidden" name="key" value=(form.key);
+            div.actions {
+                @if runnable { button type="submit" { "Confirm and run" } }
+                a.button.secondary href=(format!("/ui/run?{}", form.racks.iter().map(|r| format!("rack={r}")).collect::<Vec<_>>().join("&"))) { "Back" }
+            }
+        }
+    };
+    Ok(page::ok(page::layout("Plan", "/ui/racks", body)))
+}
+
+/// `POST /ui/run`: creates the tasks and opens the first one's live page.
+pub async fn confirm(State(state): State<AppState>, body: Bytes) -> UiResult {
+    require(Role::of(&state), Action::RunOperation)?;
+    let form = parse(&body)?;
+    let spec = spec(&form)?;
+    let key = (!form.key.is_empty()).then_some(form.key.as_str());
+    let done = SubmissionDoc::from(state.tasks().submit(&spec, key).await?);
+    if done.rejected.is_empty() && done.task_ids.len() == 1 {
+        return Ok(Redirect::to(&format!("/ui/tasks/{}", done.task_ids[0])).into_response());
+    }
+    let body = html! {
+        h1 { "Submitted" }
+        @if !done.task_ids.is_empty() {
+            p { (done.task_ids.len()) " task(s) created: "
+                a href=(format!("/ui/tasks?request_id={}", done.request_id)) { "see them" } }
+        }
+        @for r in &done.rejected {
+            div.error role="alert" { strong { (r.rack_name) } ": " (r.reason) }
+        }
+    };
+    let status = if done.task_ids.is_empty() {
+        StatusCode::CONFLICT
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, page::layout("Submitted", "/ui/tasks", body)).into_response())
+}

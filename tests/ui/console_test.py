@@ -1,0 +1,265 @@
+"""The operator console in a real browser: Debian's Chromium, headless, driven by Playwright.
+
+Starts its own `flow serve` (a SQLite file, simulated devices with short latency, the shared
+Temporal server on a private task queue, a loopback port), then as an operator would: creates
+racks through the API, finds one in the console, pages through the list, runs a power-on with
+its preview and watches it finish live, sees a drift diff. Any browser console error fails the
+test. Screenshots of every page at 1280 and 390 px go to target/ui-shots/.
+
+Run by scripts/test; alone: target/tools/venv/bin/pytest -q tests/ui
+"""
+
+import json
+import re
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "target" / "ui-shots"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+WIDTHS = {"wide": (1280, 900), "narrow": (390, 844)}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(base, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data, method=method)
+    if data is not None:
+        req.add_header("content-type", "application/json")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        text = r.read().decode()
+        return json.loads(text) if text else None
+
+
+def poll(what, check, timeout=60.0, every=0.25):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(every)
+
+
+def rack_body(n):
+    """A small rack: two power shelves, one NVSwitch tray, two compute trays, firmware 1.0."""
+    components = []
+    for i, kind in enumerate(["powershelf", "powershelf", "nvswitch", "compute", "compute"]):
+        components.append({
+            "type": kind,
+            "name": f"ui{n:02}-{kind}-{i}",
+            "manufacturer": "NVIDIA",
+            "serial_number": f"UI-{n:02}-{i}",
+            "firmware_version": "1.0",
+            "position": {"slot_id": i + 1, "tray_idx": i},
+            "bmcs": [{"type": "host", "mac_address": f"02:aa:{n:02x}:00:{i:02x}:01"}],
+        })
+    return {
+        "name": f"ui-rack-{n:02}",
+        "manufacturer": "NVIDIA",
+        "serial_number": f"UI-RACK-{n:02}",
+        "model": "GB200 NVL72",
+        "location": {"region": "EU", "datacenter": "ams1", "room": "hall-2", "position": f"R{n:02}"},
+        "components": components,
+    }
+
+
+@pytest.fixture(scope="module")
+def flow():
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    binary = os.environ.get("FLOW_BIN", str(ROOT / "target" / "debug" / "flow"))
+    work = tempfile.mkdtemp(prefix="flow-ui-")
+    temporal = os.environ.get("TEST_TEMPORAL_ADDRESS", "http://127.0.0.1:7233")
+    env = dict(
+        os.environ,
+        FLOW_DATABASE_URL=f"sqlite://{work}/flow.db?mode=rwc",
+        FLOW_LISTEN=f"127.0.0.1:{port}",
+        FLOW_TEMPORAL_ADDRESS=temporal,
+        FLOW_TEMPORAL_NAMESPACE="flow",
+        # A private queue: workers of other test runs on the shared server never take our tasks.
+        FLOW_TEMPORAL_TASK_QUEUE=f"ui-test-{uuid.uuid4()}",
+        FLOW_COMPONENT_MANAGERS="compute=sim,nvswitch=sim,powershelf=sim",
+        FLOW_SIM_LATENCY_MS="150",
+        FLOW_DRIFT_SYNC_INTERVAL_SECS="1",
+        FLOW_AUTH="none",
+        FLOW_LOG="warn",
+    )
+    log = open(Path(work) / "flow.log", "w")
+    proc = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    def healthy():
+        if proc.poll() is not None:
+            raise AssertionError(f"flow serve exited with {proc.returncode}; log: {work}/flow.log")
+        try:
+            return call(base, "GET", "/readyz") is not None or True
+        except OSError:
+            return False
+
+    try:
+        poll("flow serve to answer", healthy, timeout=60)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield b
+        b.close()
+
+
+class Console:
+    """A browser page that records every console error and page exception."""
+
+    def __init__(self, browser, width):
+        w, h = WIDTHS[width]
+        self.width = width
+        self.context = browser.new_context(viewport={"width": w, "height": h})
+        self.page = self.context.new_page()
+        self.errors = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def shot(self, name):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}-{self.width}.png"), full_page=True)
+        # Nothing wider than the window: tables scroll inside their own box.
+        overflow = self.page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 1, f"{name} at {self.width}: the page scrolls sideways by {overflow}px"
+
+    def close(self):
+        self.context.close()
+        assert not self.errors, f"browser console errors: {self.errors}"
+
+
+def test_an_operator_finds_a_rack_runs_a_power_on_live_and_sees_drift(flow, browser):
+    racks = [call(flow, "POST", "/v1/expected-racks", rack_body(n)) for n in range(1, 4)]
+    rack = racks[0]
+    c = Console(browser, "wide")
+    page = c.page
+
+    # The list, keyboard first: the skip link is the first stop.
+    page.goto(f"{flow}/ui")
+    expect(page).to_have_url(f"{flow}/ui/racks")
+    c.shot("racks")
+    page.keyboard.press("Tab")
+    expect(page.locator("a.skip")).to_be_focused()
+
+    # Paginate: two per page, then the next page holds the third rack.
+    page.goto(f"{flow}/ui/racks?limit=2")
+    expect(page.locator("tbody tr")).to_have_count(2)
+    page.get_by_role("link", name="Next page").click()
+    expect(page.get_by_role("link", name="ui-rack-03")).to_be_visible()
+    expect(page.locator(".pager")).to_contain_text("1 shown of 3")
+
+    # Find the rack with the filter form.
+    page.goto(f"{flow}/ui/racks")
+    page.get_by_label("Name").fill("ui-rack-01")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("tbody tr")).to_have_count(1)
+    page.get_by_role("link", name="ui-rack-01").click()
+    expect(page.locator("h1")).to_have_text("Rack ui-rack-01")
+    expect(page.locator("main")).to_contain_text("UI-01-3")
+    c.shot("rack")
+
+    # Select it, preview a power-on, confirm.
+    page.goto(f"{flow}/ui/racks?name=ui-rack-01")
+    page.get_by_label("Select ui-rack-01").check()
+    page.get_by_role("button", name="Run an operation on the selected racks").click()
+    page.get_by_label("Operation").select_option("power_on")
+    c.shot("run")
+    page.get_by_role("button", name="Preview the plan").click()
+    expect(page.locator("h1")).to_have_text("Plan: power_on")
+    expect(page.locator("main")).to_contain_text("power on shelves")
+    c.shot("plan")
+    page.get_by_role("button", name="Confirm and run").click()
+
+    # The task's page follows it live (no reload) until it succeeds.
+    expect(page).to_have_url(re.compile(r"/ui/tasks/[0-9a-f-]{36}$"))
+    page.evaluate("window.__stayed = true")
+    expect(page.locator("[data-status]")).to_have_attribute("data-status", "succeeded", timeout=90_000)
+    assert page.evaluate("window.__stayed === true"), "the page reloaded instead of updating live"
+    expect(page.locator("section.stage")).to_have_count(3)
+    expect(page.get_by_role("button", name="Cancel task")).to_have_count(0)
+    c.shot("task")
+
+    page.goto(f"{flow}/ui/tasks")
+    expect(page.locator("tbody tr")).to_have_count(1)
+    c.shot("tasks")
+
+    # Drift: the operator records new firmware the devices do not run yet.
+    tray = next(x for x in call(flow, "GET", f"/v1/racks/{rack['id']}?include_components=true")["components"]
+                if x["type"] == "compute")
+    call(flow, "PATCH", f"/v1/components/{tray['id']}", {"firmware_version": "2.0"})
+    poll("the drift sync to record the mismatch",
+         lambda: call(flow, "GET", "/v1/drift?kind=mismatch")["items"], timeout=60)
+    page.goto(f"{flow}/ui/drift")
+    page.get_by_role("link", name="mismatch").click()
+    expect(page.locator("main")).to_contain_text("firmware_version")
+    expect(page.locator(".diff-exp").first).to_have_text("2.0")
+    expect(page.locator(".diff-act").first).to_have_text("1.0")
+    c.shot("drift")
+    page.goto(f"{flow}/ui/racks/{rack['id']}")
+    expect(page.locator(".diff-exp").first).to_have_text("2.0")
+
+    for name in ["schedules", "rules"]:
+        page.goto(f"{flow}/ui/{name}")
+        expect(page.locator("h1")).to_have_text(name.capitalize())
+        c.shot(name)
+
+    # A problem is a readable page, not JSON. Chromium logs the 404 of the document itself;
+    # that one line is expected, anything else is not.
+    before = list(c.errors)
+    page.goto(f"{flow}/ui/racks/{uuid.uuid4()}")
+    expect(page.get_by_role("alert")).to_contain_text("not found")
+    assert all("404" in e for e in c.errors[len(before):]), c.errors
+    c.errors = before
+    c.close()
+
+
+def test_every_page_is_usable_at_phone_width(flow, browser):
+    rack = poll("a rack from the first test",
+                lambda: call(flow, "GET", "/v1/racks?name=ui-rack-01")["items"])[0]
+    task = call(flow, "GET", "/v1/tasks?limit=1")["items"]
+    c = Console(browser, "narrow")
+    page = c.page
+    pages = {"racks": "/ui/racks", "rack": f"/ui/racks/{rack['id']}", "tasks": "/ui/tasks",
+             "drift": "/ui/drift?kind=mismatch", "schedules": "/ui/schedules", "rules": "/ui/rules",
+             "run": f"/ui/run?rack={rack['id']}"}
+    if task:
+        pages["task"] = f"/ui/tasks/{task[0]['id']}"
+    for name, path in pages.items():
+        page.goto(flow + path)
+        expect(page.locator("h1")).to_be_visible()
+        c.shot(name)
+    page.goto(flow + pages["run"])
+    page.get_by_label("Operation").select_option("power_off")
+    page.get_by_role("button", name="Preview the plan").click()
+    expect(page.locator("h1")).to_have_text("Plan: power_off")
+    c.shot("plan")
+    c.close()
