@@ -299,7 +299,6 @@ impl TaskService {
 
     /// Plans a pending task from the rack's current inventory and starts its run. A task whose
     /// run cannot be started fails with the reason, so it never sits pending unnoticed.
-    #[tracing::instrument(name = "dispatch", skip_all, fields(task = %task.id, rack = %task.rack_id))]
     pub(super) async fn dispatch(&self, task: &Task) -> Result<()> {
         match self.start_run(task).await? {
             Ok(()) => Ok(()),
@@ -319,6 +318,8 @@ impl TaskService {
 
     /// Plans the task and asks the engine to start its run; `Ok(Err(_))` when the engine
     /// refused, left to the caller (a submission withdraws the task, a promotion fails it).
+    /// Both paths to a run (submission and promotion) go through here: the `dispatch` span.
+    #[tracing::instrument(name = "dispatch", skip_all, fields(task = %task.id, rack = %task.rack_id))]
     async fn start_run(&self, task: &Task) -> Result<Result<(), EngineError>> {
         let devices = preview::devices(&self.db, task.rack_id, &task.components).await?;
         let plan = match preview::plan_for(

@@ -45,7 +45,7 @@ fn last_line(text: &str) -> String {
 #[tokio::test]
 async fn serve_and_worker_refuse_to_start_without_flow_auth_and_say_how_to_set_it() {
     for command in ["serve", "worker"] {
-        let run = flow(&[command], &[("FLOW_TEMPORAL_ADDRESS", "")]).await;
+        let run = flow(&[command], &[("FLOW_TEMPORAL_ADDRESS", "none")]).await;
         assert_ne!(run.code, 0, "{command}");
         for hint in ["FLOW_AUTH=jwt", "FLOW_AUTH=token", "FLOW_AUTH=none"] {
             assert!(run.stderr.contains(hint), "{command}: {}", run.stderr);

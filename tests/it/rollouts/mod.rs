@@ -212,7 +212,7 @@ async fn a_dry_run_answers_the_waves_with_each_racks_outcome_and_creates_nothing
     assert_eq!(app.count_rows("tasks").await, 0);
     // Without a workflow engine the real thing is refused, and leaves nothing behind.
     let r = app.post("/v1/rollouts", &body).await;
-    r.assert_problem(503, "unavailable");
+    r.assert_problem(503, "engine_unavailable");
     assert_eq!(app.count_rows("rollouts").await, 0);
     let r = app.get("/v1/rollouts").await;
     assert_eq!(r.status, 200, "{}", r.text);
