@@ -67,6 +67,7 @@ pub struct CreateRolloutQuery {
         (status = 201, description = "The rollout, started", body = RolloutDoc, headers(("Location" = String, description = "The rollout"))),
         (status = 200, description = "Dry run: the wave plan", body = RolloutPlanDoc),
         (status = 400, description = "Bad body or no rack selected; `errors` names each field", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The operation names a rule that does not exist (`rule_not_found`)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_rollout(
