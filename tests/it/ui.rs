@@ -300,3 +300,24 @@ async fn schedules_are_paused_and_resumed_from_their_page(app: TestApp) {
         true
     );
 }
+
+/// With credentials required, the console is behind the API's guard: a browser without a bearer
+/// token gets 401 for pages and forms alike, never an unauthenticated action.
+#[tokio::test]
+async fn with_auth_on_the_console_asks_for_credentials() {
+    let config = flow::config::Config {
+        auth: "token".into(),
+        ..flow::config::Config::default()
+    };
+    let app = TestApp::with_config(crate::support::Backend::Sqlite, config).await;
+    for (method, path) in [(Method::GET, "/ui/racks"), (Method::POST, "/ui/run")] {
+        let request = Request::builder()
+            .method(method.clone())
+            .uri(path)
+            .body(Body::empty())
+            .unwrap();
+        let r = app.send(request).await;
+        assert_eq!(r.status.as_u16(), 401, "{method} {path}: {}", r.text);
+        assert!(r.header("www-authenticate").is_some(), "{method} {path}");
+    }
+}
