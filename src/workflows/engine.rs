@@ -15,6 +15,7 @@ use temporalio_common::protos::temporal::api::workflowservice::v1::DescribeNames
 use uuid::Uuid;
 
 use super::rack_operation::{RackOperationInput, RackOperationWorkflow};
+use super::status;
 use crate::operations::plan::Plan;
 use crate::tasks::{EngineError, RunState, WorkflowEngine};
 
@@ -49,26 +50,6 @@ impl TemporalEngine {
             // seconds when Temporal stops answering (the client would otherwise retry on).
             call_timeout: START_TIMEOUT,
         }
-    }
-}
-
-/// Transport trouble is "unavailable" (the API answers 503); anything else is an error.
-pub(super) fn classify(message: &str) -> EngineError {
-    let lower = message.to_lowercase();
-    if [
-        "unavailable",
-        "transport",
-        "connect",
-        "timeout",
-        "timed out",
-        "deadline",
-    ]
-    .iter()
-    .any(|w| lower.contains(w))
-    {
-        EngineError::Unavailable(message.to_string())
-    } else {
-        EngineError::Other(message.to_string())
     }
 }
 
@@ -107,7 +88,7 @@ impl WorkflowEngine for TemporalEngine {
         {
             Ok(Ok(handle)) => Ok(handle.run_id().unwrap_or_default().to_string()),
             Ok(Err(WorkflowStartError::AlreadyStarted { .. })) => Err(EngineError::AlreadyStarted),
-            Ok(Err(e)) => Err(failed("start", classify(&e.to_string()))),
+            Ok(Err(e)) => Err(failed("start", status::from_start(&e))),
             Err(_) => Err(failed(
                 "start",
                 EngineError::Unavailable(format!(
@@ -127,7 +108,7 @@ impl WorkflowEngine for TemporalEngine {
             .build();
         match tokio::time::timeout(self.call_timeout, handle.cancel(options)).await {
             Ok(Ok(())) | Ok(Err(WorkflowInteractionError::NotFound(_))) => Ok(()),
-            Ok(Err(e)) => Err(failed("cancel", classify(&e.to_string()))),
+            Ok(Err(e)) => Err(failed("cancel", status::from_interaction(&e))),
             Err(_) => Err(failed(
                 "cancel",
                 EngineError::Unavailable("cancel timed out".into()),
@@ -149,6 +130,7 @@ impl WorkflowEngine for TemporalEngine {
         .await
         {
             Ok(Ok(_)) => Ok(true),
+            // Readiness: any refusal means "not ready", whatever its code.
             Ok(Err(status)) => Err(failed(
                 "ping",
                 EngineError::Unavailable(status.message().to_string()),
@@ -176,7 +158,7 @@ impl WorkflowEngine for TemporalEngine {
         {
             Ok(Ok(d)) => d,
             Ok(Err(WorkflowInteractionError::NotFound(_))) => return Ok(None),
-            Ok(Err(e)) => return Err(failed("state", classify(&e.to_string()))),
+            Ok(Err(e)) => return Err(failed("state", status::from_interaction(&e))),
             Err(_) => {
                 return Err(failed(
                     "state",

@@ -8,6 +8,7 @@ pub mod rack_operation;
 pub mod rollout;
 pub mod rollout_activities;
 pub mod rollout_engine;
+mod status;
 pub mod steps;
 pub mod worker;
 

@@ -38,7 +38,7 @@ impl RolloutEngine for TemporalEngine {
         .await
         {
             Ok(Ok(_)) | Ok(Err(WorkflowStartError::AlreadyStarted { .. })) => Ok(()),
-            Ok(Err(e)) => Err(super::engine::classify(&e.to_string())),
+            Ok(Err(e)) => Err(super::status::from_start(&e)),
             Err(_) => Err(EngineError::Unavailable(format!(
                 "starting the rollout took longer than {:?}",
                 self.call_timeout
@@ -64,7 +64,7 @@ impl RolloutEngine for TemporalEngine {
             Ok(Err(WorkflowInteractionError::NotFound(_))) => Err(EngineError::Other(format!(
                 "rollout {rollout_id} has no running workflow"
             ))),
-            Ok(Err(e)) => Err(super::engine::classify(&e.to_string())),
+            Ok(Err(e)) => Err(super::status::from_interaction(&e)),
             Err(_) => Err(EngineError::Unavailable("signalling timed out".into())),
         }
     }
