@@ -52,7 +52,7 @@ pub async fn associate(
 ) -> Result<(Association, bool)> {
     let txn = crate::db::begin_write(db).await?;
     live_rack(&txn, rack_id).await?;
-    super::resolve::check_requested(&txn, rule_id, operation).await?;
+    super::requested::check_requested(&txn, rule_id, operation).await?;
     let existing = rack_rule_associations::Entity::find_by_id((rack_id, operation.to_string()))
         .one(&txn)
         .await?;

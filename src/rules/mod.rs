@@ -6,5 +6,6 @@ pub mod builtin;
 pub mod duration;
 pub mod model;
 pub mod parse;
+mod requested;
 pub mod resolve;
 pub mod store;

@@ -5,43 +5,12 @@ use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::model::{Rule, RuleSource};
+use super::requested::named;
 use super::{associations, builtin, store};
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Error, Result};
 
-/// A rule named by a caller: a missing one is the caller's `rule_id` at fault (422), not a 404
-/// of the resource asked for.
-async fn named(db: &impl ConnectionTrait, id: Uuid, missing: String) -> Result<Rule> {
-    store::get(db, id).await.map_err(|e| match e {
-        Error::NotFound { .. } => Error::Unprocessable {
-            code: "rule_not_found",
-            message: missing,
-            errors: vec![FieldError::new("rule_id", "no such operation rule")],
-        },
-        other => other,
-    })
-}
-
-/// Checks a rule named in a request before any task is created: it must exist and be written
-/// for the requested operation.
-pub async fn check_requested(
-    db: &impl ConnectionTrait,
-    rule_id: Uuid,
-    operation: &str,
-) -> Result<()> {
-    let rule = named(
-        db,
-        rule_id,
-        format!("operation rule {rule_id} does not exist"),
-    )
-    .await?;
-    if rule.operation != operation {
-        return Err(Error::invalid(
-            "rule_id",
-            format!("rule {rule_id} is for {}, not {operation}", rule.operation),
-        ));
-    }
-    Ok(())
-}
+// Callers across the crate check a requested rule through here, beside resolving one.
+pub use super::requested::check_requested;
 
 /// Resolves the rule for one rack's task, in priority order.
 pub async fn resolve(
