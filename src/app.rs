@@ -1,36 +1,25 @@
-//! Shared application state handed to every handler.
+//! The application: [`App::builder`] wires the database, clock, workflow engine and component
+//! managers into the services once, for the process (`service`) and the tests alike; the
+//! [`AppState`] it holds is the state handed to every handler.
+
+mod builder;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
 
+pub use builder::{App, AppBuilder};
+
 use crate::auth::Authenticator;
-use crate::components::registry::Registry;
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::drift::observe::Observer;
 use crate::inventory::batch::SerialLookups;
 use crate::rollouts::RolloutService;
 use crate::tasks::TaskService;
-use crate::tasks::engine::{DisabledEngine, WorkflowEngine};
-
-/// Where "now" comes from, so tests and replays can pin time.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> DateTime<Utc>;
-}
-
-/// The wall clock.
-#[derive(Debug, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> DateTime<Utc> {
-        // PostgreSQL keeps microseconds; truncating here makes both backends return the same value.
-        Utc::now().trunc_subsecs(6)
-    }
-}
 
 /// What this process's Temporal worker is doing, for `/readyz`.
 #[derive(Debug, Default)]
@@ -89,56 +78,6 @@ pub struct AppInner {
 }
 
 impl AppState {
-    /// State without a workflow engine: the inventory works, operations answer 503.
-    pub fn new(db: DatabaseConnection, config: Config) -> Self {
-        Self::with_engine(db, config, Arc::new(DisabledEngine))
-    }
-
-    /// State with a workflow engine and no component managers (validation checks nothing).
-    pub fn with_engine(
-        db: DatabaseConnection,
-        config: Config,
-        engine: Arc<dyn WorkflowEngine>,
-    ) -> Self {
-        Self::build(db, config, engine, Arc::new(Registry::new()))
-    }
-
-    /// State with a workflow engine and the component managers validation asks.
-    pub fn build(
-        db: DatabaseConnection,
-        config: Config,
-        engine: Arc<dyn WorkflowEngine>,
-        registry: Arc<Registry>,
-    ) -> Self {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let rollout_engine = engine.rollouts();
-        let tasks = Arc::new(
-            TaskService::new(db.clone(), engine, clock.clone()).with_managers(registry.clone()),
-        );
-        let rollouts = Arc::new(RolloutService::new(
-            db.clone(),
-            tasks.clone(),
-            rollout_engine,
-            clock.clone(),
-        ));
-        let observer = Observer::new(
-            registry,
-            std::time::Duration::from_secs(config.observe_timeout_secs),
-        );
-        Self(Arc::new(AppInner {
-            auth: Authenticator::new(&config, db.clone(), clock.clone()),
-            lookups: SerialLookups::new(db.clone()),
-            db,
-            config,
-            clock,
-            tasks,
-            rollouts,
-            observer,
-            draining: watch::channel(false).0,
-            worker: WorkerStatus::default(),
-        }))
-    }
-
     /// Asks the component managers what they see.
     pub fn observer(&self) -> &Observer {
         &self.0.observer

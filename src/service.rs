@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use temporalio_sdk::Runtime;
 
-use crate::app::{AppState, WorkerState};
+use crate::app::{App, AppState, WorkerState};
 use crate::components::registry::{Registry, sim_from_config};
 use crate::config::Config;
-use crate::drift::observe::Observer;
 use crate::drift::sync::{DriftSync, sync_loop};
 use crate::error::{Error, Result};
-use crate::schedules::{ScheduleService, dispatch_loop};
+use crate::schedules::dispatch_loop;
 use crate::tasks::engine::WorkflowEngine;
 use crate::workflows::activities::RackActivities;
 use crate::workflows::{LinkedEngine, TemporalLink, worker};
@@ -65,14 +64,12 @@ pub async fn run(
         tracing::warn!(
             "FLOW_TEMPORAL_ADDRESS=none: serving the inventory only; operations answer 503"
         );
-        let state = AppState::build(
-            conn,
-            config.clone(),
-            Arc::new(crate::tasks::engine::DisabledEngine),
-            registry.clone(),
-        );
-        let drift = start_drift_sync(&config, &state, registry, &holder);
-        let served = serve_api(config, state, shutdown).await;
+        // No engine: the builder's default refuses operations.
+        let app = App::builder(conn, config.clone())
+            .registry(registry)
+            .build();
+        let drift = start_drift_sync(&config, &app, &holder);
+        let served = serve_api(config, app.into_state(), shutdown).await;
         stop_drift_sync(drift, &holder).await;
         return served;
     }
@@ -85,7 +82,11 @@ pub async fn run(
         link.clone(),
         config.temporal_task_queue.clone(),
     ));
-    let state = AppState::build(conn, config.clone(), engine, registry.clone());
+    let app = App::builder(conn, config.clone())
+        .engine(engine)
+        .registry(registry.clone())
+        .build();
+    let state = app.state().clone();
 
     if !roles.worker {
         let served = serve_api(config, state, shutdown).await;
@@ -101,14 +102,10 @@ pub async fn run(
         RECONCILE_INTERVAL,
         config.audit_retention_days,
     ));
-    let drift = start_drift_sync(&config, &state, registry.clone(), &holder);
+    let drift = start_drift_sync(&config, &app, &holder);
     // Every worker process dispatches schedules; the claim in the database makes each fire
     // happen once however many run.
-    let schedules = Arc::new(ScheduleService::new(
-        state.db().clone(),
-        state.task_service(),
-        state.clock(),
-    ));
+    let schedules = Arc::new(app.schedules());
     let dispatcher = tokio::spawn(dispatch_loop(
         schedules.clone(),
         holder.clone(),
@@ -131,11 +128,7 @@ pub async fn run(
             Ok(())
         }
     };
-    let activities = RackActivities {
-        tasks: state.task_service(),
-        registry: registry.clone(),
-        clock: state.clock(),
-    };
+    let activities = app.activities();
     // The worker's future is not Send: it runs here, on the main task, beside the API.
     let (api_result, worker_result) = tokio::join!(
         api_part,
@@ -220,8 +213,7 @@ async fn run_worker(
 /// that runs it competes for one lease, so a cycle is recorded once however many run.
 fn start_drift_sync(
     config: &Config,
-    state: &AppState,
-    registry: Arc<Registry>,
+    app: &App,
     holder: &str,
 ) -> Option<(Arc<DriftSync>, tokio::task::JoinHandle<()>)> {
     if config.drift_sync_interval_secs == 0 {
@@ -230,13 +222,8 @@ fn start_drift_sync(
     }
     let interval = Duration::from_secs(config.drift_sync_interval_secs);
     let timeout = Duration::from_secs(config.observe_timeout_secs);
-    let sync = Arc::new(DriftSync::new(
-        state.db().clone(),
-        Observer::new(registry, timeout),
-        state.clock(),
-        // Outlives a missed tick and a slow cycle, so a live holder keeps it.
-        interval * 2 + timeout,
-    ));
+    // Outlives a missed tick and a slow cycle, so a live holder keeps it.
+    let sync = Arc::new(app.drift_sync(interval * 2 + timeout));
     let handle = tokio::spawn(sync_loop(sync.clone(), holder.to_string(), interval));
     Some((sync, handle))
 }

@@ -232,9 +232,7 @@ pub async fn prune_with_lease(
     days: u64,
     now: DateTime<Utc>,
 ) -> Result<u64> {
-    if !crate::tasks::lease::acquire(db, RETENTION_LEASE, holder, Duration::seconds(120), now)
-        .await?
-    {
+    if !crate::db::lease::acquire(db, RETENTION_LEASE, holder, Duration::seconds(120), now).await? {
         return Ok(0);
     }
     prune(db, days, now).await

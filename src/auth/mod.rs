@@ -11,7 +11,7 @@ use std::sync::Arc;
 use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
-use crate::app::Clock;
+use crate::clock::Clock;
 use crate::config::Config;
 
 /// What a caller may do. Not a ladder: an editor cannot power racks, an operator cannot edit the

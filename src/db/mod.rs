@@ -1,6 +1,7 @@
 //! Database access: connecting to PostgreSQL or SQLite, running migrations, mapping driver errors.
 
 pub mod entities;
+pub mod lease;
 
 use std::time::Duration;
 

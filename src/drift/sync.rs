@@ -10,10 +10,10 @@ use sea_orm::{DatabaseConnection, DatabaseTransaction};
 use super::observe::Observer;
 use super::store;
 use super::walk::{PAGE, Walk};
-use crate::app::Clock;
+use crate::clock::Clock;
 use crate::db;
+use crate::db::lease;
 use crate::error::Result;
-use crate::tasks::lease;
 
 /// The lease every process running the sync competes for.
 pub const LEASE: &str = "drift-sync";

@@ -13,7 +13,7 @@ use super::model::{
     WaveRack, WaveStatus,
 };
 use super::{plan, store};
-use crate::app::Clock;
+use crate::clock::Clock;
 use crate::db::entities::racks;
 use crate::error::{Error, Result};
 use crate::inventory::query::text_matches;

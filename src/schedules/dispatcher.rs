@@ -19,8 +19,8 @@ use super::service::ScheduleService;
 use super::store;
 use super::timing::Timer;
 use crate::audit;
+use crate::db::lease;
 use crate::error::Result;
-use crate::tasks::lease;
 
 /// Most schedules fired per tick; the rest wait for the next tick.
 const BATCH: u64 = 10;

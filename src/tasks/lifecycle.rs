@@ -9,7 +9,8 @@ use uuid::Uuid;
 use super::engine::RunState;
 use super::model::{StepStatus, Task, TaskStatus};
 use super::service::{TaskService, engine_error};
-use super::{lease, store};
+use super::store;
+use crate::db::lease;
 use crate::error::{Error, Result};
 
 /// Counts a task that this process moved to a terminal status, with its duration from start

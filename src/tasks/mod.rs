@@ -5,7 +5,6 @@ mod admission;
 mod capability;
 pub mod engine;
 mod idempotency;
-pub mod lease;
 mod lifecycle;
 mod list;
 pub mod model;

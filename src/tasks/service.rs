@@ -15,7 +15,7 @@ use super::model::{Footprint, Task, TaskComponent, TaskStatus};
 use super::refusal::refusal;
 use super::resolve::{self, RackWork};
 use super::{capability, preview, store};
-use crate::app::Clock;
+use crate::clock::Clock;
 use crate::components::registry::Registry;
 use crate::error::{Error, Result};
 use crate::operations::model::OperationSpec;

@@ -11,7 +11,7 @@ use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use uuid::Uuid;
 
 use super::steps::{self, Progress, StepFailure};
-use crate::app::Clock;
+use crate::clock::Clock;
 use crate::components::registry::Registry;
 use crate::components::{Device, FirmwareRequest};
 use crate::error::Error;

@@ -5,7 +5,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow::app::AppState;
+use flow::app::App;
 use flow::config::Config;
 use flow::workflows::{TemporalEngine, worker};
 use serde_json::json;
@@ -50,11 +50,12 @@ async fn a_task_completes_after_its_worker_is_killed_and_another_starts() {
     let task_queue = format!("test-{}", Uuid::new_v4().simple());
     let engine = Arc::new(TemporalEngine::new(client, task_queue.clone()));
     let app = TestApp {
-        router: flow::api::router(AppState::with_engine(
-            db.db.clone(),
-            Config::default(),
-            engine,
-        )),
+        router: flow::api::router(
+            App::builder(db.db.clone(), Config::default())
+                .engine(engine)
+                .build()
+                .into_state(),
+        ),
         db,
     };
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use flow::app::AppState;
+use flow::app::{App, AppState};
 use flow::config::Config;
 use flow::db::entities::{task_schedule_runs, task_schedules};
 use flow::schedules::ScheduleService;
@@ -296,7 +296,10 @@ async fn two_dispatchers_on_one_database_fire_an_overdue_schedule_once(ops: Ops)
         ops.client.clone(),
         ops.task_queue.clone(),
     ));
-    let other = AppState::with_engine(ops.app.db.connect_again().await, Config::default(), engine);
+    let other = App::builder(ops.app.db.connect_again().await, Config::default())
+        .engine(engine)
+        .build()
+        .into_state();
     let (a, b) = (service(&ops.state), service(&other));
     let mut fired = 0;
     for _ in 0..20 {
@@ -828,7 +831,7 @@ async fn a_run_a_dead_process_left_half_submitted_is_finished_once(ops: Ops) {
 /// The system clock, shifted.
 struct Later(chrono::Duration);
 
-impl flow::app::Clock for Later {
+impl flow::clock::Clock for Later {
     fn now(&self) -> chrono::DateTime<Utc> {
         Utc::now() + self.0
     }

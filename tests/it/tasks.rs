@@ -29,15 +29,21 @@ ops_on_both_backends!(
     }),
 );
 
-fn reconciler(ops: &Ops) -> flow::tasks::TaskService {
-    flow::tasks::TaskService::new(
-        ops.app.db.db.clone(),
-        std::sync::Arc::new(flow::workflows::TemporalEngine::new(
-            ops.client.clone(),
-            ops.task_queue.clone(),
-        )),
-        std::sync::Arc::new(flow::app::SystemClock),
-    )
+fn reconciler(ops: &Ops) -> std::sync::Arc<flow::tasks::TaskService> {
+    reconciler_at(ops, std::sync::Arc::new(flow::clock::SystemClock))
+}
+
+/// Another process's task service on the test's database and task queue, reading `clock`.
+fn reconciler_at(
+    ops: &Ops,
+    clock: std::sync::Arc<dyn flow::clock::Clock>,
+) -> std::sync::Arc<flow::tasks::TaskService> {
+    let engine = flow::workflows::TemporalEngine::new(ops.client.clone(), ops.task_queue.clone());
+    let app = flow::app::App::builder(ops.app.db.db.clone(), flow::config::Config::default())
+        .engine(std::sync::Arc::new(engine))
+        .clock(clock)
+        .build();
+    app.state().task_service()
 }
 
 fn rack(name: &str) -> Value {
@@ -334,7 +340,7 @@ async fn a_task_whose_workflow_was_terminated_is_reconciled_as_failed(ops: Ops) 
 
 async fn the_reconciler_lease_is_held_by_one_process_at_a_time(ops: Ops) {
     use chrono::{Duration as Span, Utc};
-    use flow::tasks::lease;
+    use flow::db::lease;
     let db = &ops.app.db.db;
     let now = Utc::now();
     let (a, b) = tokio::join!(
@@ -399,8 +405,10 @@ async fn a_queued_task_expires_when_the_rack_stays_busy_and_a_waiting_one_cancel
     queued["queue_timeout_seconds"] = json!(3600);
     let long = ops.operate("power-off", &queued).await;
     let long_id = long.body["task_ids"][0].as_str().unwrap().to_string();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    reconciler(&ops)
+    // A reconciler whose clock is past the short queue timeout: no waiting for it to pass.
+    let clock = std::sync::Arc::new(flow::clock::ManualClock::starting_now());
+    clock.advance(chrono::Duration::milliseconds(1500));
+    reconciler_at(&ops, clock)
         .reconcile("test-reconciler", Duration::from_secs(60))
         .await
         .unwrap();

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow::app::{AppState, SystemClock};
+use flow::app::App;
+use flow::clock::SystemClock;
 use flow::components::providers::{PsmManager, PsmSettings, SimConfig, SimDevices};
 use flow::components::registry::{Registry, psm_set, sim_set};
 use flow::config::Config;
 use flow::drift::observe::Observer;
 use flow::drift::sync::{DriftSync, SyncRun};
 use flow::inventory::model::ComponentType;
-use flow::tasks::engine::DisabledEngine;
 use serde_json::{Value, json};
 
 use crate::ops_on_both_backends;
@@ -30,7 +30,8 @@ const OBSERVE_TIMEOUT: Duration = Duration::from_secs(2);
 struct Harness {
     app: TestApp,
     psm: PsmServer,
-    registry: Arc<Registry>,
+    /// The application behind `app`, as one Flow process assembles it.
+    built: App,
 }
 
 impl Harness {
@@ -57,27 +58,19 @@ impl Harness {
             observe_timeout_secs: OBSERVE_TIMEOUT.as_secs(),
             ..Config::default()
         };
-        let state = AppState::build(
-            db.db.clone(),
-            config,
-            Arc::new(DisabledEngine),
-            registry.clone(),
-        );
+        let built = App::builder(db.db.clone(), config)
+            .registry(registry)
+            .build();
         let app = TestApp {
-            router: flow::api::router(state),
+            router: flow::api::router(built.state().clone()),
             db,
         };
-        Self { app, psm, registry }
+        Self { app, psm, built }
     }
 
     /// A drift-sync runner, as one Flow process would have it.
     fn sync(&self) -> DriftSync {
-        DriftSync::new(
-            self.app.db.db.clone(),
-            Observer::new(self.registry.clone(), OBSERVE_TIMEOUT),
-            Arc::new(SystemClock),
-            Duration::from_secs(120),
-        )
+        self.built.drift_sync(Duration::from_secs(120))
     }
 
     /// Rack 1 (2 compute trays, 2 switches, 2 shelves expecting PMC firmware 1.2.0). PSM has

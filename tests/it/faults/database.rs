@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use axum::http::Method;
-use flow::app::AppState;
+use flow::app::App;
 use flow::config::Config;
 use flow::db::{self, DbOptions};
 use futures::future::join_all;
@@ -51,7 +51,7 @@ async fn a_database_cut_off_answers_503_within_the_bound_and_recovers_without_re
             .await
             .expect("connect through the proxy");
         let app = TestApp {
-            router: flow::api::router(AppState::new(conn, Config::default())),
+            router: flow::api::router(App::builder(conn, Config::default()).build().into_state()),
             db: owner,
         };
         let rack = app.create_rack(&readme_rack()).await;

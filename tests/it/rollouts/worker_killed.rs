@@ -5,7 +5,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow::app::AppState;
+use flow::app::App;
 use flow::config::Config;
 use flow::workflows::{TemporalEngine, worker};
 use sea_orm::{ConnectionTrait, Statement};
@@ -82,11 +82,12 @@ async fn resumes_after_kill(backend: Backend) {
     let task_queue = format!("test-{}", Uuid::new_v4().simple());
     let engine = Arc::new(TemporalEngine::new(client, task_queue.clone()));
     let app = TestApp {
-        router: flow::api::router(AppState::with_engine(
-            db.db.clone(),
-            Config::default(),
-            engine,
-        )),
+        router: flow::api::router(
+            App::builder(db.db.clone(), Config::default())
+                .engine(engine)
+                .build()
+                .into_state(),
+        ),
         db,
     };
     make_racks(&app, 3).await;

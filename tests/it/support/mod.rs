@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
-use flow::app::AppState;
+use flow::app::App;
 use flow::config::Config;
 use flow::db::{self, DbOptions};
 use http_body_util::BodyExt;
@@ -237,7 +237,7 @@ impl TestApp {
 
     pub async fn with_config(backend: Backend, config: Config) -> Self {
         let db = TestDb::new(backend).await;
-        let router = flow::api::router(AppState::new(db.db.clone(), config));
+        let router = flow::api::router(App::builder(db.db.clone(), config).build().into_state());
         Self { router, db }
     }
 

@@ -5,12 +5,11 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flow::app::AppState;
+use flow::app::{App, AppState};
 use flow::components::providers::{PsmManager, PsmSettings, SimConfig, SimDevices};
 use flow::components::registry::{Registry, psm_set, sim_set};
 use flow::config::Config;
 use flow::inventory::model::ComponentType;
-use flow::workflows::activities::RackActivities;
 use flow::workflows::{TemporalEngine, worker};
 use serde_json::Value;
 use temporalio_client::Client;
@@ -133,16 +132,15 @@ impl OpsBuilder {
             registry = registry.with(kind, set);
         }
         let registry = Arc::new(registry);
-        let state = AppState::build(db.db.clone(), Config::default(), engine, registry.clone());
+        let built = App::builder(db.db.clone(), Config::default())
+            .engine(engine)
+            .registry(registry.clone())
+            .build();
+        let state = built.state().clone();
         let router = flow::api::router(state.clone());
         let runtime = Runtime::from_current_tokio(Default::default()).expect("temporal runtime");
-        let activities = RackActivities {
-            tasks: state.task_service(),
-            registry: registry.clone(),
-            clock: state.clock(),
-        };
         let mut temporal_worker =
-            worker::build_worker(&runtime, client.clone(), &task_queue, activities)
+            worker::build_worker(&runtime, client.clone(), &task_queue, built.activities())
                 .expect("worker");
         let stop = temporal_worker.shutdown_handle();
         let ops = Ops {

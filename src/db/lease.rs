@@ -6,7 +6,7 @@ use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter,
 };
 
-use crate::db::entities::leases;
+use super::entities::leases;
 use crate::error::Result;
 
 /// Takes or renews the lease `name` for `holder` until `now + ttl`. Succeeds when the lease is

@@ -1,0 +1,161 @@
+//! One place that assembles the services from their parts. `service` builds the running
+//! process from it and the tests build their applications from it, so the two cannot drift
+//! apart; what differs (a simulated registry, a test clock, a private task queue) is injected.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sea_orm::DatabaseConnection;
+use tokio::sync::watch;
+
+use super::{AppInner, AppState, WorkerStatus};
+use crate::auth::Authenticator;
+use crate::clock::{Clock, SystemClock};
+use crate::components::registry::Registry;
+use crate::config::Config;
+use crate::drift::observe::Observer;
+use crate::drift::sync::DriftSync;
+use crate::inventory::batch::SerialLookups;
+use crate::rollouts::RolloutService;
+use crate::schedules::ScheduleService;
+use crate::tasks::TaskService;
+use crate::tasks::engine::{DisabledEngine, WorkflowEngine};
+use crate::workflows::activities::RackActivities;
+
+/// The assembled application: the handlers' state and what the background parts (worker,
+/// drift sync, schedule dispatcher) are built from.
+#[derive(Clone)]
+pub struct App {
+    state: AppState,
+    registry: Arc<Registry>,
+}
+
+/// Collects the parts of an [`App`]; anything not given has a default that runs no external
+/// system: the wall clock, no workflow engine (operations answer 503), no component managers.
+#[must_use]
+pub struct AppBuilder {
+    db: DatabaseConnection,
+    config: Config,
+    clock: Arc<dyn Clock>,
+    engine: Arc<dyn WorkflowEngine>,
+    registry: Arc<Registry>,
+}
+
+impl App {
+    /// Starts an application over an open (and migrated) database.
+    pub fn builder(db: DatabaseConnection, config: Config) -> AppBuilder {
+        AppBuilder {
+            db,
+            config,
+            clock: Arc::new(SystemClock),
+            engine: Arc::new(DisabledEngine),
+            registry: Arc::new(Registry::new()),
+        }
+    }
+
+    /// The state handlers share.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// The state handlers share, without the rest.
+    pub fn into_state(self) -> AppState {
+        self.state
+    }
+
+    /// The component managers validation, the drift sync and the worker's activities ask.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
+    }
+
+    /// What the worker's activities share.
+    pub fn activities(&self) -> RackActivities {
+        RackActivities {
+            tasks: self.state.task_service(),
+            registry: self.registry.clone(),
+            clock: self.state.clock(),
+        }
+    }
+
+    /// The schedule service the dispatcher drives.
+    pub fn schedules(&self) -> ScheduleService {
+        ScheduleService::new(
+            self.state.db().clone(),
+            self.state.task_service(),
+            self.state.clock(),
+        )
+    }
+
+    /// A drift-sync runner whose lease lasts `lease_ttl`, asking the managers within the
+    /// configured observe timeout.
+    pub fn drift_sync(&self, lease_ttl: Duration) -> DriftSync {
+        DriftSync::new(
+            self.state.db().clone(),
+            Observer::new(self.registry.clone(), self.observe_timeout()),
+            self.state.clock(),
+            lease_ttl,
+        )
+    }
+
+    fn observe_timeout(&self) -> Duration {
+        Duration::from_secs(self.state.config().observe_timeout_secs)
+    }
+}
+
+impl AppBuilder {
+    /// Where "now" comes from (tests inject a clock they can move).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The engine task and rollout runs start on.
+    pub fn engine(mut self, engine: Arc<dyn WorkflowEngine>) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// The component managers.
+    pub fn registry(mut self, registry: Arc<Registry>) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// Wires the services. Nothing connects to anything yet.
+    pub fn build(self) -> App {
+        let Self {
+            db,
+            config,
+            clock,
+            engine,
+            registry,
+        } = self;
+        let rollout_engine = engine.rollouts();
+        let tasks = Arc::new(
+            TaskService::new(db.clone(), engine, clock.clone()).with_managers(registry.clone()),
+        );
+        let rollouts = Arc::new(RolloutService::new(
+            db.clone(),
+            tasks.clone(),
+            rollout_engine,
+            clock.clone(),
+        ));
+        let observer = Observer::new(
+            registry.clone(),
+            Duration::from_secs(config.observe_timeout_secs),
+        );
+        let state = AppState(Arc::new(AppInner {
+            auth: Authenticator::new(&config, db.clone(), clock.clone()),
+            lookups: SerialLookups::new(db.clone()),
+            db,
+            config,
+            clock,
+            tasks,
+            rollouts,
+            observer,
+            draining: watch::channel(false).0,
+            worker: WorkerStatus::default(),
+        }));
+        App { state, registry }
+    }
+}
