@@ -34,7 +34,7 @@
 //! - [`telemetry`] sets up logs, OTLP traces and Prometheus metrics.
 //! - [`clock`] is where "now" comes from (the wall clock, or a test clock), injected everywhere.
 //! - [`error`] is the one domain error type.
-//! - [`bench`] is the Temporal baseline `scripts/bench` compares a rack fan-out against.
+//! - [`bench`](mod@bench) is the Temporal baseline `scripts/bench` compares a rack fan-out against.
 
 // The OpenAPI examples are large `json!` literals.
 #![recursion_limit = "256"]

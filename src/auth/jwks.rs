@@ -178,7 +178,7 @@ impl RemoteKeys {
 
     /// The key for `kid`/`alg`. The set is fetched when there is none yet or it is old, and
     /// again when a token names a key id it lacks (a rotation), at most once per
-    /// [`MIN_REFRESH`] for that last reason.
+    /// `MIN_REFRESH` for that last reason.
     pub async fn find(&self, kid: Option<&str>, alg: &str) -> Result<Option<Key>, AuthError> {
         let mut cache = self.cache.lock().await;
         if let Some((set, fetched)) = cache.keys.as_ref()

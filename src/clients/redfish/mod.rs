@@ -1,6 +1,6 @@
 //! HTTPS client for BMCs speaking Redfish: TLS, logins (basic auth or a Redfish session),
 //! a bound on calls in flight per BMC, a deadline on every call, bounded answers, and errors
-//! classified transient or permanent. Every request goes out through [`RedfishClient::send`].
+//! classified transient or permanent. Every request goes out through `RedfishClient::send`.
 
 pub mod credentials;
 mod error;
