@@ -121,10 +121,7 @@ impl AppState {
             rollout_engine,
             clock.clone(),
         ));
-        let observer = Observer::new(
-            registry,
-            std::time::Duration::from_secs(config.observe_timeout_secs),
-        );
+        let observer = Observer::new(registry, config.components.observe_timeout);
         Self(Arc::new(AppInner {
             auth: Authenticator::new(&config, db.clone(), clock.clone()),
             lookups: SerialLookups::new(db.clone()),

@@ -53,10 +53,8 @@ impl Harness {
                     psm_set(PsmManager::new(&settings).unwrap()),
                 ),
         );
-        let config = Config {
-            observe_timeout_secs: OBSERVE_TIMEOUT.as_secs(),
-            ..Config::default()
-        };
+        let mut config = Config::default();
+        config.components.observe_timeout = OBSERVE_TIMEOUT;
         let state = AppState::build(
             db.db.clone(),
             config,
