@@ -140,12 +140,12 @@ pub async fn main_from_args(args: impl Iterator<Item = String>) -> anyhow::Resul
     let per_workflow: u32 = 2 + stages.iter().map(|s| s.activities).sum::<u32>();
 
     let client = worker::connect(
-        &config.temporal_address,
-        &config.temporal_namespace,
+        &config.temporal.address,
+        &config.temporal.namespace,
         Duration::from_secs(10),
     )
     .await?;
-    worker::ensure_namespace(&client, &config.temporal_namespace).await?;
+    worker::ensure_namespace(&client, &config.temporal.namespace).await?;
     let runtime = Runtime::from_current_tokio(Default::default())
         .map_err(|e| anyhow::anyhow!("Temporal runtime: {e}"))?;
     let task_queue = format!("flow-bench-baseline-{}", uuid::Uuid::new_v4());

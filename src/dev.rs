@@ -46,25 +46,25 @@ pub fn apply_defaults(config: &mut Config, env: &HashMap<String, String>) {
     let default = Config::default();
     let unset = |key: &str| env.get(key).is_none_or(|v| v.is_empty());
     // Loopback only: dev mode answers any origin (permissive CORS), so keep it off the network.
-    if unset("FLOW_LISTEN") && config.listen == default.listen {
-        config.listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 8080));
+    if unset("FLOW_LISTEN") && config.server.listen == default.server.listen {
+        config.server.listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 8080));
     }
-    let managers = &config.component_managers;
-    if !env.contains_key("FLOW_COMPONENT_MANAGERS") && *managers == default.component_managers {
-        config.component_managers = DEV_COMPONENT_MANAGERS.into();
+    let managers = &config.components.managers;
+    if !env.contains_key("FLOW_COMPONENT_MANAGERS") && *managers == default.components.managers {
+        config.components.managers = DEV_COMPONENT_MANAGERS.parse().expect("a valid spec");
     }
-    if unset("FLOW_DEV_MODE") && config.dev_mode == default.dev_mode {
-        config.dev_mode = true;
+    if unset("FLOW_DEV_MODE") && config.server.dev_mode == default.server.dev_mode {
+        config.server.dev_mode = true;
     }
     // One command to run locally: no identity provider or token to set up first.
-    if unset("FLOW_AUTH") && config.auth.is_empty() {
-        config.auth = "none".into();
+    if unset("FLOW_AUTH") && config.auth.mode.is_empty() {
+        config.auth.mode = "none".into();
     }
-    if unset("FLOW_SIM_LATENCY_MS") && config.sim_latency_ms == default.sim_latency_ms {
-        config.sim_latency_ms = DEV_SIM_LATENCY_MS;
+    if unset("FLOW_SIM_LATENCY_MS") && config.sim.latency == default.sim.latency {
+        config.sim.latency = Duration::from_millis(DEV_SIM_LATENCY_MS);
     }
-    if unset("FLOW_SIM_FIRMWARE_SECS") && config.sim_firmware_secs == default.sim_firmware_secs {
-        config.sim_firmware_secs = DEV_SIM_FIRMWARE_SECS;
+    if unset("FLOW_SIM_FIRMWARE_SECS") && config.sim.firmware == default.sim.firmware {
+        config.sim.firmware = Duration::from_secs(DEV_SIM_FIRMWARE_SECS);
     }
 }
 
@@ -186,13 +186,13 @@ async fn healthy(addr: SocketAddr) -> bool {
 /// How the banner describes `FLOW_AUTH`.
 fn auth_line(config: &Config) -> String {
     match config.auth_modes() {
-        Some(modes) if !modes.is_none() => format!("FLOW_AUTH={}", config.auth),
+        Some(modes) if !modes.is_none() => format!("FLOW_AUTH={}", config.auth.mode),
         _ => "none — every request is accepted without credentials (local use only)".into(),
     }
 }
 
 fn banner(config: &Config, started: bool) -> String {
-    let listen = config.listen;
+    let listen = config.server.listen;
     let host = match listen.ip().is_unspecified() {
         true => format!("localhost:{}", listen.port()),
         false => listen.to_string(),
@@ -205,9 +205,9 @@ fn banner(config: &Config, started: bool) -> String {
         "\nFlow dev".to_string(),
         format!("  API         http://{host}/v1"),
         format!("  Swagger UI  http://{host}/swagger-ui/"),
-        format!("  Database    {}", redact_url(&config.database_url)),
-        format!("  Devices     {}", config.component_managers),
-        format!("  Temporal    {} — {temporal}", config.temporal_address),
+        format!("  Database    {}", redact_url(config.database.url.expose())),
+        format!("  Devices     {}", config.components.managers),
+        format!("  Temporal    {} — {temporal}", config.temporal.address),
         format!("  Auth        {}\n", auth_line(config)),
     ]
     .join("\n")
@@ -219,13 +219,13 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), DevError> {
-    let address = &config.temporal_address;
+    let address = &config.temporal.address;
     let endpoint = Endpoint::parse(address).ok_or_else(|| DevError::BadAddress(address.clone()))?;
     let mut child = None;
     if !endpoint.answers().await {
         let addr = endpoint.local_addr();
         let addr = addr.ok_or_else(|| DevError::RemoteUnreachable(address.clone()))?;
-        child = Some(start_temporal(addr, &config.temporal_namespace).await?);
+        child = Some(start_temporal(addr, &config.temporal.namespace).await?);
     }
     let _ = writeln!(std::io::stdout(), "{}", banner(&config, child.is_some()));
     let roles = Roles {
@@ -315,13 +315,16 @@ mod tests {
     #[test]
     fn dev_defaults_fill_in_what_the_user_left_unset() {
         let c = dev_config(&[]);
-        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
-        assert_eq!(c.component_managers, DEV_COMPONENT_MANAGERS);
-        assert!(c.dev_mode);
-        assert_eq!((c.sim_latency_ms, c.sim_firmware_secs), (300, 10));
-        assert_eq!(c.database_url, "sqlite://flow.db?mode=rwc");
-        assert_eq!(c.temporal_address, "http://localhost:7233");
-        assert_eq!(c.auth, "none");
+        assert_eq!(c.server.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.components.managers, DEV_COMPONENT_MANAGERS);
+        assert!(c.server.dev_mode);
+        assert_eq!(
+            (c.sim.latency, c.sim.firmware),
+            (Duration::from_millis(300), Duration::from_secs(10))
+        );
+        assert_eq!(c.database.url.expose(), "sqlite://flow.db?mode=rwc");
+        assert_eq!(c.temporal.address, "http://localhost:7233");
+        assert_eq!(c.auth.mode, "none");
         assert!(banner(&c, true).contains("Auth        none"));
     }
 
@@ -334,16 +337,19 @@ mod tests {
             ("FLOW_SIM_LATENCY_MS", "200"),
             ("FLOW_SIM_FIRMWARE_SECS", "5"),
         ]);
-        assert_eq!(c.listen.to_string(), "0.0.0.0:8080");
-        assert_eq!(c.component_managers, "");
-        assert!(!c.dev_mode);
-        assert_eq!((c.sim_latency_ms, c.sim_firmware_secs), (200, 5));
+        assert_eq!(c.server.listen.to_string(), "0.0.0.0:8080");
+        assert_eq!(c.components.managers, "");
+        assert!(!c.server.dev_mode);
+        assert_eq!(
+            (c.sim.latency, c.sim.firmware),
+            (Duration::from_millis(200), Duration::from_secs(5))
+        );
         let c = dev_config(&[
             ("FLOW_COMPONENT_MANAGERS", "powershelf=psm"),
             ("FLOW_LISTEN", ""),
         ]);
-        assert_eq!(c.component_managers, "powershelf=psm");
-        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.components.managers, "powershelf=psm");
+        assert_eq!(c.server.listen.to_string(), "127.0.0.1:8080");
     }
 
     #[test]
@@ -355,7 +361,7 @@ mod tests {
             text.contains("state in .flow/") && !text.contains("s3cret"),
             "{text}"
         );
-        c.listen = SocketAddr::from(([0, 0, 0, 0], 9000));
+        c.server.listen = SocketAddr::from(([0, 0, 0, 0], 9000));
         assert!(banner(&c, false).contains("http://localhost:9000/v1"));
     }
 }

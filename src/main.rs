@@ -127,8 +127,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Db {
             command: DbCommand::Migrate { action },
         } => {
-            let _telemetry = telemetry::init(&config.log, &config.log_format);
-            let conn = db::connect(&db::DbOptions::new(&config.database_url)).await?;
+            let _telemetry = telemetry::init(&config.log.filter, &config.log.format);
+            let conn = db::connect(&db::DbOptions::new(config.database.url.expose())).await?;
             match action.unwrap_or(MigrateAction::Up) {
                 MigrateAction::Up => Migrator::up(&conn, None).await?,
                 MigrateAction::Down => Migrator::down(&conn, Some(1)).await?,
@@ -141,9 +141,9 @@ async fn main() -> anyhow::Result<()> {
             no_worker,
         } => {
             if dev_mode {
-                config.dev_mode = true;
-                if config.log == "info" {
-                    config.log =
+                config.server.dev_mode = true;
+                if config.log.filter == "info" {
+                    config.log.filter =
                         "debug,sqlx=warn,hyper=info,h2=info,tonic=info,temporalio_sdk_core=info"
                             .into();
                 }
@@ -169,7 +169,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Dev => {
             dev::apply_defaults(&mut config, &std::env::vars().collect());
-            let telemetry = telemetry::init(&config.log, &config.log_format);
+            let telemetry = telemetry::init(&config.log.filter, &config.log.format);
             tracing::info!(?config, "starting flow dev");
             // No context added: each dev error already says what to do.
             let result = dev::run(config, shutdown_signal()).await;
@@ -202,7 +202,7 @@ FLOW_AUTH=token (API tokens from `flow token create`), FLOW_AUTH=jwt,token (both
 FLOW_AUTH=none to accept every request without credentials (local use only)"
         );
     };
-    let telemetry = telemetry::init(&config.log, &config.log_format);
+    let telemetry = telemetry::init(&config.log.filter, &config.log.format);
     if modes.is_none() {
         tracing::warn!(
             "FLOW_AUTH=none: every request is accepted without credentials and audited as `anonymous`"
@@ -232,7 +232,7 @@ async fn create_token_in_database(
         }
         None => None,
     };
-    let conn = db::connect(&db::DbOptions::new(&config.database_url)).await?;
+    let conn = db::connect(&db::DbOptions::new(config.database.url.expose())).await?;
     db::migrate(&conn).await?;
     let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
     let actor = format!("local:{user}");

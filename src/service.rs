@@ -41,10 +41,10 @@ pub async fn run(
     roles: Roles,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let mut options = db::DbOptions::new(&config.database_url);
-    options.acquire_timeout = Duration::from_secs(config.db_acquire_timeout_secs);
+    let mut options = db::DbOptions::new(config.database.url.expose());
+    options.acquire_timeout = config.database.acquire_timeout;
     let conn = db::connect(&options).await?;
-    if config.migrate_on_start {
+    if config.database.migrate_on_start {
         db::migrate(&conn).await?;
     }
     // Built in every role: the API validates against the managers too. Nothing connects yet.
@@ -54,7 +54,7 @@ pub async fn run(
     );
     watch_sighup(registry.clone());
     let holder = format!("{}-{}", hostname(), std::process::id());
-    if config.temporal_address.trim() == "none" {
+    if config.temporal.address.trim() == "none" {
         if roles.worker {
             return Err(Error::invalid(
                 "FLOW_TEMPORAL_ADDRESS",
@@ -74,13 +74,13 @@ pub async fn run(
         return served;
     }
     // A malformed address is a configuration error now, not a reason to retry forever.
-    temporalio_client::Url::parse(&config.temporal_address)
+    temporalio_client::Url::parse(&config.temporal.address)
         .map_err(|e| Error::invalid("FLOW_TEMPORAL_ADDRESS", e.to_string()))?;
-    let link = TemporalLink::new(&config.temporal_address, &config.temporal_namespace);
+    let link = TemporalLink::new(&config.temporal.address, &config.temporal.namespace);
     let maintainer = tokio::spawn(link.clone().maintain());
     let engine: Arc<dyn WorkflowEngine> = Arc::new(LinkedEngine::new(
         link.clone(),
-        config.temporal_task_queue.clone(),
+        config.temporal.task_queue.clone(),
     ));
     let app = App::builder(conn, config.clone())
         .engine(engine)
@@ -94,13 +94,13 @@ pub async fn run(
         return served;
     }
     state.worker().set(WorkerState::Connecting);
-    tracing::info!(managers = ?registry.describe(), task_queue = %config.temporal_task_queue, "starting the worker");
+    tracing::info!(managers = ?registry.describe(), task_queue = %config.temporal.task_queue, "starting the worker");
     let runtime = Runtime::from_current_tokio(Default::default()).map_err(internal)?;
     let reconciler = tokio::spawn(worker::reconcile_loop(
         state.task_service(),
         holder.clone(),
         RECONCILE_INTERVAL,
-        config.audit_retention_days,
+        config.audit.retention_days,
     ));
     let drift = start_drift_sync(&config, &app, &holder);
     // Every worker process dispatches schedules; the claim in the database makes each fire
@@ -109,7 +109,7 @@ pub async fn run(
     let dispatcher = tokio::spawn(dispatch_loop(
         schedules.clone(),
         holder.clone(),
-        Duration::from_millis(config.schedule_tick_ms),
+        config.schedules.tick,
     ));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -171,7 +171,7 @@ async fn run_worker(
         let mut temporal_worker = worker::build_worker(
             runtime,
             client,
-            &config.temporal_task_queue,
+            &config.temporal.task_queue,
             activities.clone(),
         )?;
         let stop_worker = temporal_worker.shutdown_handle();
@@ -216,12 +216,12 @@ fn start_drift_sync(
     app: &App,
     holder: &str,
 ) -> Option<(Arc<DriftSync>, tokio::task::JoinHandle<()>)> {
-    if config.drift_sync_interval_secs == 0 {
+    if config.drift.sync_interval.is_zero() {
         tracing::info!("drift sync is off (FLOW_DRIFT_SYNC_INTERVAL_SECS=0)");
         return None;
     }
-    let interval = Duration::from_secs(config.drift_sync_interval_secs);
-    let timeout = Duration::from_secs(config.observe_timeout_secs);
+    let interval = config.drift.sync_interval;
+    let timeout = config.components.observe_timeout;
     // Outlives a missed tick and a slow cycle, so a live holder keeps it.
     let sync = Arc::new(app.drift_sync(interval * 2 + timeout));
     let handle = tokio::spawn(sync_loop(sync.clone(), holder.to_string(), interval));
@@ -243,9 +243,9 @@ async fn serve_api(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let listener = tokio::net::TcpListener::bind(config.listen)
+    let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
-        .map_err(|e| internal(format!("binding {}: {e}", config.listen)))?;
+        .map_err(|e| internal(format!("binding {}: {e}", config.server.listen)))?;
     let addr = listener.local_addr().map_err(internal)?;
     let shown = if addr.ip().is_unspecified() {
         format!("localhost:{}", addr.port())
@@ -253,7 +253,7 @@ async fn serve_api(
         addr.to_string()
     };
     tracing::info!(%addr, "listening; Swagger UI at http://{shown}/swagger-ui/");
-    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    let grace = config.server.shutdown_grace;
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let drain_state = state.clone();
     let server = axum::serve(listener, api::router(state)).with_graceful_shutdown(async move {

@@ -251,7 +251,7 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         tracing::error!(%method, %route, "route has no access decision; requiring admin");
         Needs(Admin)
     });
-    let Some(needed) = needed(access, request.uri().query(), state.config().metrics_public) else {
+    let Some(needed) = needed(access, request.uri().query(), state.config().metrics.public) else {
         return next.run(request).await;
     };
     let auth = state.authenticator();

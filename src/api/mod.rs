@@ -86,10 +86,10 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
-        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(DefaultBodyLimit::max(config.server.max_body_bytes))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
-            Duration::from_secs(config.request_timeout_secs),
+            config.server.request_timeout,
         ))
         .layer(CatchPanicLayer::custom(|_| {
             Problem::new(
@@ -101,7 +101,7 @@ pub fn router(state: AppState) -> Router {
         }))
         // Outside the timeout and panic layers, so 408s and 500s are counted too.
         .layer(axum::middleware::from_fn(metrics::track));
-    if config.dev_mode {
+    if config.server.dev_mode {
         app = app.layer(CorsLayer::permissive());
     }
     app.layer(PropagateRequestIdLayer::new(request_id.clone()))

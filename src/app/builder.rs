@@ -98,7 +98,7 @@ impl App {
     }
 
     fn observe_timeout(&self) -> Duration {
-        Duration::from_secs(self.state.config().observe_timeout_secs)
+        self.state.config().components.observe_timeout
     }
 }
 
@@ -142,7 +142,7 @@ impl AppBuilder {
         ));
         let observer = Observer::new(
             registry.clone(),
-            Duration::from_secs(config.observe_timeout_secs),
+            config.components.observe_timeout,
         );
         let state = AppState(Arc::new(AppInner {
             auth: Authenticator::new(&config, db.clone(), clock.clone()),

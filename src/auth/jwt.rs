@@ -44,21 +44,22 @@ pub fn parse_role_map(spec: &str) -> Result<HashMap<String, Role>, String> {
 impl JwtVerifier {
     /// From validated configuration (`Config::validate` checked every `FLOW_JWT_*` value).
     pub fn from_config(config: &Config) -> Self {
-        let keys = if config.jwt_jwks_url.is_empty() {
+        let config = &config.auth.jwt;
+        let keys = if config.jwks_url.is_empty() {
             KeySource::Static(
-                std::fs::read_to_string(&config.jwt_jwks_file)
+                std::fs::read_to_string(&config.jwks_file)
                     .map_err(|e| e.to_string())
                     .and_then(|text| KeySet::parse(&text)),
             )
         } else {
-            KeySource::Remote(RemoteKeys::new(config.jwt_jwks_url.clone()))
+            KeySource::Remote(RemoteKeys::new(config.jwks_url.clone()))
         };
         Self {
             keys,
-            issuer: config.jwt_issuer.clone(),
-            audience: config.jwt_audience.clone(),
-            roles_claim: config.jwt_roles_claim.clone(),
-            role_map: parse_role_map(&config.jwt_role_map).unwrap_or_default(),
+            issuer: config.issuer.clone(),
+            audience: config.audience.clone(),
+            roles_claim: config.roles_claim.clone(),
+            role_map: parse_role_map(&config.role_map).unwrap_or_default(),
         }
     }
 

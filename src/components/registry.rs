@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::clients::redfish::{Credentials, Login, RedfishSettings};
 use crate::components::ManagerSet;
@@ -11,7 +10,7 @@ use crate::components::metered::metered;
 use crate::components::providers::{
     Providers, PsmManager, PsmSettings, PsmTls, RedfishManager, RedfishSetup, SimConfig, SimDevices,
 };
-use crate::config::Config;
+use crate::config::{Config, Managers};
 use crate::inventory::model::ComponentType;
 
 /// A provider name as it appears in the spec.
@@ -94,10 +93,15 @@ impl Registry {
     /// Builds the providers the spec names. Nothing connects yet: a PSM that is down fails its
     /// calls later, per device, instead of preventing start-up.
     pub fn from_spec(spec: &str, providers: &Providers) -> Result<Self, String> {
+        Self::from_managers(&spec.parse()?, providers)
+    }
+
+    /// [`from_spec`](Self::from_spec) for a spec parsed at load.
+    pub fn from_managers(managers: &Managers, providers: &Providers) -> Result<Self, String> {
         let mut registry = Self::new();
         let mut psm: Option<Arc<PsmManager>> = None;
         let mut redfish: Option<Arc<RedfishManager>> = None;
-        for (kind, provider) in parse_spec(spec)? {
+        for &(kind, provider) in managers.entries() {
             let set = match provider {
                 ProviderKind::Sim => sim_set(providers.sim.clone()),
                 ProviderKind::Redfish => {
@@ -127,29 +131,27 @@ impl Registry {
     /// The registry `FLOW_COMPONENT_MANAGERS`, `FLOW_PSM_URL` and `FLOW_PSM_TIMEOUT_SECS` describe,
     /// with `sim` entries on the given simulator (see [`sim_from_config`]).
     pub fn from_config(config: &Config, sim: Arc<SimDevices>) -> Result<Self, String> {
-        let path = |p: &Option<String>| p.as_ref().map(std::path::PathBuf::from);
+        let (bmc, managers) = (&config.redfish, &config.components.managers);
         let redfish = RedfishSetup {
             client: RedfishSettings {
-                scheme: config.redfish_scheme.clone(),
-                port: config.redfish_port,
-                timeout: Duration::from_secs(config.redfish_timeout_secs),
-                max_inflight_per_bmc: config.redfish_max_inflight_per_bmc,
-                ca_file: path(&config.redfish_ca_file),
-                insecure: config.redfish_insecure,
+                scheme: bmc.scheme.clone(),
+                port: bmc.port,
+                timeout: bmc.timeout,
+                max_inflight_per_bmc: bmc.max_inflight_per_bmc,
+                ca_file: bmc.ca_file.clone(),
+                insecure: bmc.insecure,
             },
-            default_login: match (&config.redfish_username, &config.redfish_password) {
+            default_login: match (&bmc.username, &bmc.password) {
                 (Some(username), Some(password)) => Some(Login {
                     username: username.clone(),
-                    password: password.clone(),
+                    password: password.expose().to_string(),
                 }),
                 _ => None,
             },
-            credentials_file: path(&config.redfish_credentials_file),
-            catalog_file: path(&config.firmware_catalog),
+            credentials_file: bmc.credentials_file.clone(),
+            catalog_file: bmc.firmware_catalog.clone(),
         };
-        let uses_psm = parse_spec(&config.component_managers)?
-            .iter()
-            .any(|(_, p)| *p == ProviderKind::Psm);
+        let uses_psm = managers.uses(ProviderKind::Psm);
         // PMC logins for RegisterPowershelves come from the same source as BMC logins.
         let logins = if uses_psm
             && (redfish.default_login.is_some() || redfish.credentials_file.is_some())
@@ -161,19 +163,19 @@ impl Registry {
         let providers = Providers {
             sim,
             psm: PsmSettings {
-                url: config.psm_url.clone(),
-                timeout: Duration::from_secs(config.psm_timeout_secs),
+                url: config.psm.url.clone(),
+                timeout: config.psm.timeout,
                 pmc_credentials: None,
                 logins,
                 tls: PsmTls {
-                    ca_file: path(&config.psm_ca_file),
-                    client_cert_file: path(&config.psm_client_cert_file),
-                    client_key_file: path(&config.psm_client_key_file),
+                    ca_file: config.psm.ca_file.clone(),
+                    client_cert_file: config.psm.client_cert_file.clone(),
+                    client_key_file: config.psm.client_key_file.clone(),
                 },
             },
             redfish,
         };
-        let mut registry = Self::from_spec(&config.component_managers, &providers)?;
+        let mut registry = Self::from_managers(managers, &providers)?;
         registry.credentials.extend(providers.psm.logins);
         Ok(registry)
     }
@@ -264,6 +266,8 @@ pub fn redfish_set(redfish: Arc<RedfishManager>) -> ManagerSet {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn providers() -> Providers {

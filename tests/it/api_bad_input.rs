@@ -147,10 +147,8 @@ async fn wrong_content_type_unknown_routes_and_methods_are_problems(app: TestApp
 #[tokio::test]
 async fn an_oversized_body_is_refused_with_413_and_nothing_stored() {
     for backend in [Backend::Postgres, Backend::Sqlite] {
-        let config = Config {
-            max_body_bytes: 2048,
-            ..Config::default()
-        };
+        let mut config = Config::default();
+        config.server.max_body_bytes = 2048;
         let app = TestApp::with_config(backend, config).await;
         let r = app.post("/v1/expected-racks", &gb200_rack(1, 8)).await;
         r.assert_problem(413, "payload_too_large");

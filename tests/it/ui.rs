@@ -305,10 +305,8 @@ async fn schedules_are_paused_and_resumed_from_their_page(app: TestApp) {
 /// token gets 401 for pages and forms alike, never an unauthenticated action.
 #[tokio::test]
 async fn with_auth_on_the_console_asks_for_credentials() {
-    let config = flow::config::Config {
-        auth: "token".into(),
-        ..flow::config::Config::default()
-    };
+    let mut config = flow::config::Config::default();
+    config.auth.mode = "token".into();
     let app = TestApp::with_config(crate::support::Backend::Sqlite, config).await;
     for (method, path) in [(Method::GET, "/ui/racks"), (Method::POST, "/ui/run")] {
         let request = Request::builder()

@@ -54,10 +54,8 @@ impl Harness {
                     psm_set(PsmManager::new(&settings).unwrap()),
                 ),
         );
-        let config = Config {
-            observe_timeout_secs: OBSERVE_TIMEOUT.as_secs(),
-            ..Config::default()
-        };
+        let mut config = Config::default();
+        config.components.observe_timeout = OBSERVE_TIMEOUT;
         let built = App::builder(db.db.clone(), config)
             .registry(registry)
             .build();

@@ -55,10 +55,8 @@ async fn serve_and_worker_refuse_to_start_without_flow_auth_and_say_how_to_set_i
 
 #[tokio::test]
 async fn the_first_admin_is_bootstrapped_on_the_database_and_the_cli_sends_flow_token() {
-    let config = Config {
-        auth: "token".into(),
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.auth.mode = "token".into();
     let app = TestApp::with_config(Backend::Sqlite, config).await;
     let db_url = app.db.url.clone();
     let boot = flow(

@@ -210,7 +210,7 @@ async fn a_token_only_deployment_refuses_jwts(backend: Backend) {
     let key = TestKey::es256("k1");
     let jwks = Jwks::serve(&[&key]).await;
     let mut config = super::auth_config(&jwks);
-    config.auth = "token".into();
+    config.auth.mode = "token".into();
     let app = TestApp::with_config(backend, config).await;
     assert_invalid(
         &get_racks(&app, &key.sign(&claims("a", &["admin"]))).await,
@@ -225,13 +225,11 @@ async fn keys_can_come_from_a_jwks_file(backend: Backend) {
     let key = TestKey::eddsa("file-key");
     let path = std::env::temp_dir().join(format!("flow-jwks-{}.json", uuid::Uuid::new_v4()));
     std::fs::write(&path, json!({"keys": [key.jwk()]}).to_string()).unwrap();
-    let config = flow::config::Config {
-        auth: "jwt".into(),
-        jwt_jwks_file: path.display().to_string(),
-        jwt_issuer: super::ISSUER.into(),
-        jwt_audience: super::AUDIENCE.into(),
-        ..flow::config::Config::default()
-    };
+    let mut config = flow::config::Config::default();
+    config.auth.mode = "jwt".into();
+    config.auth.jwt.jwks_file = path.display().to_string();
+    config.auth.jwt.issuer = super::ISSUER.into();
+    config.auth.jwt.audience = super::AUDIENCE.into();
     let app = TestApp::with_config(backend, config).await;
     let r = get_racks(&app, &key.sign(&claims("f", &["viewer"]))).await;
     assert_eq!(r.status, 200, "{}", r.text);

@@ -162,8 +162,8 @@ async fn a_jwt_without_a_flow_role_is_refused_with_403_and_mapped_groups_grant_r
     let key = TestKey::eddsa("ed1");
     let jwks = super::Jwks::serve(&[&key]).await;
     let mut config = super::auth_config(&jwks);
-    config.jwt_role_map = "dc-admins=admin,noc=operator".into();
-    config.jwt_roles_claim = "groups".into();
+    config.auth.jwt.role_map = "dc-admins=admin,noc=operator".into();
+    config.auth.jwt.roles_claim = "groups".into();
     let app = TestApp::with_config(backend, config).await;
     let mut c = claims("nobody", &[]);
     c["groups"] = json!("staff admin");

@@ -164,13 +164,12 @@ impl Jwks {
 
 /// Configuration accepting JWTs from `jwks` and API tokens.
 pub fn auth_config(jwks: &Jwks) -> Config {
-    Config {
-        auth: "jwt,token".into(),
-        jwt_jwks_url: jwks.url.clone(),
-        jwt_issuer: ISSUER.into(),
-        jwt_audience: AUDIENCE.into(),
-        ..Config::default()
-    }
+    let mut config = Config::default();
+    config.auth.mode = "jwt,token".into();
+    config.auth.jwt.jwks_url = jwks.url.clone();
+    config.auth.jwt.issuer = ISSUER.into();
+    config.auth.jwt.audience = AUDIENCE.into();
+    config
 }
 
 /// A TestApp with `FLOW_AUTH=jwt,token` against an in-test IdP whose first key is `key`.

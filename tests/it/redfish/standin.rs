@@ -227,10 +227,8 @@ async fn secrets_stay_out_of_errors_and_debug_output() {
             .contains("credentials rejected by BMC 127.0.0.1"),
         "{err}"
     );
-    let config = flow::config::Config {
-        redfish_password: Some(PASSWORD.into()),
-        ..Default::default()
-    };
+    let mut config = flow::config::Config::default();
+    config.redfish.password = Some(PASSWORD.into());
     for text in [
         err.to_string(),
         format!("{err:?}"),

@@ -51,12 +51,12 @@ impl SimConfig {
     /// The `FLOW_SIM_*` settings.
     pub fn from_config(config: &Config) -> Self {
         Self {
-            latency: Duration::from_millis(config.sim_latency_ms),
-            firmware_duration: Duration::from_secs(config.sim_firmware_secs),
-            fail_serials: config.sim_fail_serials.iter().cloned().collect(),
-            slow_serials: config.sim_slow_serials.iter().cloned().collect(),
-            slow_latency: Duration::from_millis(config.sim_slow_ms),
-            failure_rate: config.sim_failure_rate,
+            latency: config.sim.latency,
+            firmware_duration: config.sim.firmware,
+            fail_serials: config.sim.fail_serials.iter().cloned().collect(),
+            slow_serials: config.sim.slow_serials.iter().cloned().collect(),
+            slow_latency: config.sim.slow,
+            failure_rate: config.sim.failure_rate,
             ..Self::default()
         }
     }
@@ -113,12 +113,14 @@ mod tests {
     #[test]
     fn the_settings_come_from_the_flow_sim_variables() {
         let config = Config {
-            sim_latency_ms: 7,
-            sim_firmware_secs: 9,
-            sim_fail_serials: vec!["A".into()],
-            sim_slow_serials: vec!["B".into()],
-            sim_slow_ms: 11,
-            sim_failure_rate: 0.5,
+            sim: crate::config::Sim {
+                latency: Duration::from_millis(7),
+                firmware: Duration::from_secs(9),
+                fail_serials: vec!["A".into()],
+                slow_serials: vec!["B".into()],
+                slow: Duration::from_millis(11),
+                failure_rate: 0.5,
+            },
             ..Config::default()
         };
         let sim = SimConfig::from_config(&config);

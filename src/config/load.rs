@@ -1,0 +1,188 @@
+//! The layered loader: each setting's default, then the TOML file `FLOW_CONFIG` names, then the
+//! original service's variables, then `FLOW_*` variables, merged into one TOML tree. Every value
+//! is checked against its definition (type, range, check) before the tree becomes a
+//! [`Config`], so a bad value is reported with the variable and file key that name it.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use toml::{Table, Value};
+
+use super::settings::{self, EnvForm, Kind, SETTINGS, Setting};
+use super::{Config, ConfigError, legacy};
+
+/// The configuration with every setting at its default.
+pub(super) fn defaults() -> Config {
+    build(defaults_table()).expect("the defined defaults make a valid configuration")
+}
+
+/// Defaults → file → legacy variables → `FLOW_*` variables, each value checked.
+pub(super) fn layered(env: &HashMap<String, String>) -> Result<Config, ConfigError> {
+    let mut tree = defaults_table();
+    if let Some(path) = env.get("FLOW_CONFIG") {
+        for (key, value) in read_file(Path::new(path))? {
+            let setting = settings::by_key(&key).ok_or_else(|| {
+                ConfigError(format!("{path}: unknown key {key:?} (keys are the FLOW_* variables without FLOW_, in lower case)"))
+            })?;
+            set(&mut tree, setting.path, value);
+        }
+    }
+    let variables = legacy::values(env)
+        .into_iter()
+        .chain(SETTINGS.iter().filter_map(|s| Some((s, env_text(s, env)?))));
+    for (setting, text) in variables {
+        set(&mut tree, setting.path, from_env(setting, &text)?);
+    }
+    for setting in SETTINGS {
+        check(setting, &mut tree)?;
+    }
+    build(tree)
+}
+
+fn read_file(path: &Path) -> Result<Table, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+    text.parse::<Table>()
+        .map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+}
+
+fn build(tree: Table) -> Result<Config, ConfigError> {
+    // Every value was checked against its definition, so this fails only on a definition that
+    // does not fit its field.
+    Value::Table(tree)
+        .try_into()
+        .map_err(|e| ConfigError(format!("{e}")))
+}
+
+fn defaults_table() -> Table {
+    let mut tree = Table::new();
+    for setting in SETTINGS {
+        let value = match setting.kind {
+            Kind::Text { default, .. } => Value::String(default.into()),
+            Kind::Optional => continue,
+            Kind::Int { default, .. } => Value::Integer(default as i64),
+            Kind::Float { default, .. } => Value::Float(default),
+            Kind::Bool { default } => Value::Boolean(default),
+            Kind::List => Value::Array(Vec::new()),
+        };
+        set(&mut tree, setting.path, value);
+    }
+    tree
+}
+
+/// The variable's text, or `None` when it counts as unset.
+fn env_text(setting: &Setting, env: &HashMap<String, String>) -> Option<String> {
+    let text = env.get(setting.env)?;
+    match setting.form {
+        EnvForm::EmptyIsValue => Some(text.clone()),
+        _ if text.is_empty() => None,
+        EnvForm::Plain => Some(text.clone()),
+        EnvForm::Trimmed => Some(text.trim().to_string()),
+        EnvForm::Lowercase => Some(text.to_ascii_lowercase()),
+    }
+}
+
+/// A variable's text as a value of the setting's kind.
+fn from_env(setting: &Setting, text: &str) -> Result<Value, ConfigError> {
+    let bad = |e: &dyn std::fmt::Display| ConfigError(format!("{}={text:?}: {e}", setting.env));
+    Ok(match setting.kind {
+        Kind::Text { .. } | Kind::Optional => Value::String(text.into()),
+        Kind::Int { .. } => Value::Integer(text.parse().map_err(|e| bad(&e))?),
+        Kind::Float { .. } => Value::Float(text.parse().map_err(|e| bad(&e))?),
+        Kind::Bool { .. } => Value::Boolean(text.parse().map_err(|e| bad(&e))?),
+        Kind::List => Value::Array(
+            text.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| Value::String(s.into()))
+                .collect(),
+        ),
+    })
+}
+
+/// Checks the merged value of one setting against its definition (integers given for a
+/// number become floats).
+fn check(setting: &Setting, tree: &mut Table) -> Result<(), ConfigError> {
+    let Some(value) = get_mut(tree, setting.path) else {
+        return Ok(()); // an optional setting left unset
+    };
+    let name = setting.name();
+    let problem = |what: String| {
+        let space = if what.starts_with(':') { "" } else { " " };
+        Err(ConfigError(format!("{name}{space}{what}")))
+    };
+    match (setting.kind, &*value) {
+        (Kind::Text { check, .. }, Value::String(s)) => match check.map(|c| c(s)) {
+            Some(Err(e)) => problem(e),
+            _ => Ok(()),
+        },
+        (Kind::Optional, Value::String(_)) | (Kind::Bool { .. }, Value::Boolean(_)) => Ok(()),
+        (Kind::Int { min, max, .. }, Value::Integer(n)) => {
+            if u64::try_from(*n).is_ok_and(|n| (min..=max).contains(&n)) {
+                Ok(())
+            } else {
+                problem(format!("must be between {min} and {max}, not {n}"))
+            }
+        }
+        (Kind::Float { min, max, .. }, Value::Float(_) | Value::Integer(_)) => {
+            let x = match value {
+                Value::Integer(n) => *n as f64,
+                Value::Float(x) => *x,
+                _ => unreachable!("matched above"),
+            };
+            *value = Value::Float(x);
+            if (min..=max).contains(&x) {
+                Ok(())
+            } else {
+                problem(format!("must be between {min} and {max}, not {x}"))
+            }
+        }
+        (Kind::List, Value::Array(items)) if items.iter().all(Value::is_str) => Ok(()),
+        (kind, other) => problem(format!(
+            "must be {}, not a {}",
+            match kind {
+                Kind::Text { .. } | Kind::Optional => "a string",
+                Kind::Int { .. } => "a whole number",
+                Kind::Float { .. } => "a number",
+                Kind::Bool { .. } => "true or false",
+                Kind::List => "a list of strings",
+            },
+            other.type_str()
+        )),
+    }
+}
+
+/// Sets `a.b.c` in the tree, making the tables on the way.
+fn set(tree: &mut Table, path: &str, value: Value) {
+    let (parents, leaf) = path.rsplit_once('.').unwrap_or(("", path));
+    let mut table = tree;
+    for part in parents.split('.').filter(|p| !p.is_empty()) {
+        let next = table
+            .entry(part)
+            .or_insert_with(|| Value::Table(Table::new()));
+        if !next.is_table() {
+            *next = Value::Table(Table::new());
+        }
+        table = next.as_table_mut().expect("made a table above");
+    }
+    table.insert(leaf.into(), value);
+}
+
+fn get_mut<'t>(tree: &'t mut Table, path: &str) -> Option<&'t mut Value> {
+    let mut parts = path.split('.');
+    let mut value = tree.get_mut(parts.next()?)?;
+    for part in parts {
+        value = value.as_table_mut()?.get_mut(part)?;
+    }
+    Some(value)
+}
+
+/// The value at `a.b.c`, for [`super::effective`].
+pub(super) fn get<'t>(tree: &'t Table, path: &str) -> Option<&'t Value> {
+    let mut parts = path.split('.');
+    let mut value = tree.get(parts.next()?)?;
+    for part in parts {
+        value = value.as_table()?.get(part)?;
+    }
+    Some(value)
+}

@@ -1,0 +1,84 @@
+//! Typed configuration, loaded once at start-up as a tree of sections (server, database,
+//! temporal, psm, redfish, sim, …).
+//!
+//! Each setting is defined once, in [`settings`]: its `FLOW_*` variable (the file key is the same
+//! name without `FLOW_`, in lower case), its place in the tree, its default, its checks and
+//! whether it is secret. The loader ([`load`]) layers defaults, then the TOML file `FLOW_CONFIG`
+//! names, then the original service's variables ([`legacy`]), then `FLOW_*` variables; every
+//! value is checked against its definition before the tree is built, so an error names the
+//! variable. The sections themselves are in [`tree`].
+
+use std::collections::HashMap;
+
+mod effective;
+mod legacy;
+mod load;
+mod managers;
+mod secret;
+mod settings;
+mod tree;
+mod units;
+mod validate;
+
+pub use legacy::LEGACY_ENV_VARS;
+pub use managers::Managers;
+pub use secret::Secret;
+pub use settings::ENV_VARS;
+pub use tree::{
+    Audit, Auth, Components, Config, Database, Drift, Jwt, Log, Metrics, Psm, Redfish, Schedules,
+    Server, Sim, Temporal,
+};
+
+/// Hides the password in `scheme://user:password@host/db`.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let creds = &url[scheme_end + 3..at];
+            match creds.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme_end + 3],
+                    &creds[..colon],
+                    &url[at..]
+                ),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// A configuration problem, naming the variable or file key at fault.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {0}")]
+pub struct ConfigError(String);
+
+impl Config {
+    /// Loads from the process environment (and the file `FLOW_CONFIG` names, if any).
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::load(&std::env::vars().collect())
+    }
+
+    /// Loads from the given variables: defaults, then the file, then variables.
+    pub fn load(env: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        let config = load::layered(env)?;
+        config.validate()?;
+        crate::telemetry::trace::check_env(env).map_err(ConfigError)?;
+        Ok(config)
+    }
+
+    /// The parsed `FLOW_AUTH`, or `None` while it is unset.
+    pub fn auth_modes(&self) -> Option<crate::auth::Modes> {
+        crate::auth::Modes::parse(&self.auth.mode).filter(|_| !self.auth.mode.is_empty())
+    }
+}
+
+impl Default for Config {
+    /// Every setting at its defined default.
+    fn default() -> Self {
+        load::defaults()
+    }
+}
+
+#[cfg(test)]
+mod tests;

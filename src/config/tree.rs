@@ -1,0 +1,246 @@
+//! The configuration's sections. Types only: what each setting's variable, default and checks
+//! are is written once in [`super::settings`], and the loader builds this tree from there.
+//! Durations are [`Duration`]s here; their variables keep their `_SECS`/`_MS` units.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::units::{millis, secs};
+use super::{Managers, Secret};
+
+/// The whole configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub server: Server,
+    pub log: Log,
+    pub database: Database,
+    pub temporal: Temporal,
+    pub schedules: Schedules,
+    pub components: Components,
+    pub psm: Psm,
+    pub sim: Sim,
+    pub drift: Drift,
+    pub redfish: Redfish,
+    pub auth: Auth,
+    pub metrics: Metrics,
+    pub audit: Audit,
+}
+
+/// The HTTP server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    pub listen: SocketAddr,
+    pub max_body_bytes: usize,
+    #[serde(with = "secs")]
+    pub request_timeout: Duration,
+    /// Debug logging and permissive CORS, for local development.
+    pub dev_mode: bool,
+    /// After SIGTERM: how long in-flight requests and event streams get before the process exits.
+    #[serde(with = "secs")]
+    pub shutdown_grace: Duration,
+}
+
+/// Logging.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Log {
+    /// `tracing` filter directives, e.g. `info,flow=debug`.
+    pub filter: String,
+    /// `text` or `json`.
+    pub format: String,
+}
+
+/// The database.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Database {
+    /// May hold a password.
+    pub url: Secret,
+    pub migrate_on_start: bool,
+    /// How long a request waits for a database connection before answering 503.
+    #[serde(with = "secs")]
+    pub acquire_timeout: Duration,
+}
+
+/// The Temporal frontend.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Temporal {
+    /// An `http(s)://` URL, or `none` for an inventory-only process.
+    pub address: String,
+    pub namespace: String,
+    pub task_queue: String,
+}
+
+/// Task schedules.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedules {
+    /// How often each process's schedule dispatcher looks for due schedules.
+    #[serde(with = "millis")]
+    pub tick: Duration,
+}
+
+/// Which provider manages each component type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Components {
+    /// Provider per component type; empty = none.
+    pub managers: Managers,
+    /// Deadline of one manager's inventory report (validation and drift sync).
+    #[serde(with = "secs")]
+    pub observe_timeout: Duration,
+}
+
+/// The power-shelf manager.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Psm {
+    /// gRPC endpoint; a bare `host:port` means plain HTTP/2.
+    pub url: String,
+    /// Deadline of every PSM call.
+    #[serde(with = "secs")]
+    pub timeout: Duration,
+    /// PEM CA bundle that verifies an `https://` PSM.
+    pub ca_file: Option<PathBuf>,
+    /// PEM client certificate (and its key, below) Flow presents to PSM: mutual TLS.
+    pub client_cert_file: Option<PathBuf>,
+    pub client_key_file: Option<PathBuf>,
+}
+
+/// Simulated devices (the `sim` provider).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sim {
+    /// Delay of every call.
+    #[serde(with = "millis")]
+    pub latency: Duration,
+    /// Simulated time a firmware update takes.
+    #[serde(with = "secs")]
+    pub firmware: Duration,
+    /// Serial numbers whose every call is rejected.
+    pub fail_serials: Vec<String>,
+    /// Serial numbers that answer `slow` later.
+    pub slow_serials: Vec<String>,
+    #[serde(with = "millis")]
+    pub slow: Duration,
+    /// Share of calls (0..=1) that fail as unreachable, chosen reproducibly.
+    pub failure_rate: f64,
+}
+
+/// The drift sync.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Drift {
+    /// How often the inventory is compared with the managers; zero turns the sync off.
+    #[serde(with = "secs")]
+    pub sync_interval: Duration,
+}
+
+/// BMCs over Redfish, and the firmware catalog their updates use.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redfish {
+    /// `https` (default) or `http`: how BMCs are reached.
+    pub scheme: String,
+    pub port: u16,
+    /// Default BMC login, when the credentials file has nothing more specific.
+    pub username: Option<String>,
+    pub password: Option<Secret>,
+    /// TOML file of BMC logins per BMC MAC, per manufacturer and default.
+    pub credentials_file: Option<PathBuf>,
+    /// PEM CA bundle that verifies BMC certificates.
+    pub ca_file: Option<PathBuf>,
+    /// Skip BMC certificate verification (logged as a warning at start).
+    pub insecure: bool,
+    /// Deadline of every Redfish call.
+    #[serde(with = "secs")]
+    pub timeout: Duration,
+    pub max_inflight_per_bmc: usize,
+    /// TOML file: component type + optional model + version -> image URI (+ checksum).
+    pub firmware_catalog: Option<PathBuf>,
+}
+
+/// Who may call the API.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Auth {
+    /// Accepted credentials: `jwt`, `token`, `jwt,token` or `none`; empty = unset, which
+    /// `flow serve` and `flow worker` refuse.
+    pub mode: String,
+    pub jwt: Jwt,
+}
+
+/// JWTs from an identity provider.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Jwt {
+    /// The identity provider's key set, fetched (and refetched on an unknown key id)...
+    pub jwks_url: String,
+    /// ...or read from a file.
+    pub jwks_file: String,
+    /// Required `iss`.
+    pub issuer: String,
+    /// Required `aud`.
+    pub audience: String,
+    /// The claim holding the caller's groups or roles (a list or a space-separated string;
+    /// dots reach into nested objects).
+    pub roles_claim: String,
+    /// Claim value to Flow role, e.g. `dc-admins=admin,noc=operator`; empty = values are role names.
+    pub role_map: String,
+}
+
+/// The `/metrics` endpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    /// Whether `/metrics` answers without credentials.
+    pub public: bool,
+}
+
+/// The audit log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Audit {
+    /// Entries older than this many days are deleted.
+    pub retention_days: u64,
+}
+
+/// Each section's default is its part of [`Config::default`], so a test can write
+/// `Server { max_body_bytes: 2048, ..Default::default() }`.
+macro_rules! section_defaults {
+    ($($section:ident: $field:ident),* $(,)?) => {
+        $(impl Default for $section {
+            fn default() -> Self {
+                Config::default().$field
+            }
+        })*
+    };
+}
+
+section_defaults!(
+    Server: server,
+    Log: log,
+    Database: database,
+    Temporal: temporal,
+    Schedules: schedules,
+    Components: components,
+    Psm: psm,
+    Sim: sim,
+    Drift: drift,
+    Redfish: redfish,
+    Auth: auth,
+    Metrics: metrics,
+    Audit: audit,
+);
+
+impl Default for Jwt {
+    fn default() -> Self {
+        Config::default().auth.jwt
+    }
+}

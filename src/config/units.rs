@@ -1,0 +1,25 @@
+//! Durations as whole seconds or milliseconds in files and variables (`*_SECS`, `*_MS`), and
+//! as [`Duration`](std::time::Duration) in the tree.
+
+macro_rules! unit {
+    ($name:ident, $to:ident, $from:ident, $what:literal) => {
+        #[doc = concat!("A duration in whole ", $what, ".")]
+        pub mod $name {
+            use std::time::Duration;
+
+            use serde::{Deserialize, Deserializer, Serializer};
+
+            pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+                // Whole units only come in, so nothing is lost going out.
+                s.serialize_u64(u64::try_from(d.$to()).unwrap_or(u64::MAX))
+            }
+
+            pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+                u64::deserialize(d).map(Duration::$from)
+            }
+        }
+    };
+}
+
+unit!(secs, as_secs, from_secs, "seconds");
+unit!(millis, as_millis, from_millis, "milliseconds");
