@@ -12,7 +12,6 @@ pub mod model;
 pub mod preview;
 mod refusal;
 pub mod report;
-pub mod resolve;
 pub mod service;
 mod steps;
 pub mod store;
