@@ -10,9 +10,7 @@ use super::batch::SerialLookups;
 use super::live::{component_for_write, rack_ids_named, rack_row};
 use super::lookup::{self, COMPONENT_BY_SERIAL, Key, lookup_component};
 use super::model::{Component, ComponentType, NewComponent, Rack};
-use super::query::{
-    Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
-};
+use super::query::{Cursor, Page, PageRequest, keyset_rows, manufacturer_key, with_text_filters};
 use super::revision::ensure_one;
 use super::rows::{rack_from_row, with_bmcs};
 use super::uniqueness::{Candidate, ensure_unique};
@@ -156,19 +154,13 @@ pub async fn list(
     if !filter.kinds.is_empty() {
         query = query.filter(C::Type.is_in(filter.kinds.iter().map(|k| k.as_str())));
     }
-    for (col, value) in [
+    let texts = [
         (C::Name, &filter.name),
         (C::Model, &filter.model),
         (C::SerialNumber, &filter.serial_number),
         (C::ExternalId, &filter.external_id),
-    ] {
-        if let Some(v) = value {
-            query = query.filter(text_matches(col, v));
-        }
-    }
-    if let Some(m) = &filter.manufacturer {
-        query = query.filter(manufacturer_matches(C::ManufacturerKey, m));
-    }
+    ];
+    query = with_text_filters(query, texts, (C::ManufacturerKey, &filter.manufacturer));
     if let Some(mac) = &filter.bmc_mac {
         let owners = Query::select()
             .column(bmcs::Column::ComponentId)

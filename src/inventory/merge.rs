@@ -13,7 +13,7 @@ use super::model::{Change, ComponentChange, ComponentPatch, NewBmc, NewComponent
 use super::query::manufacturer_key;
 use super::revision::cas_failed;
 use super::uniqueness::{Candidate, component_elsewhere, ensure_unique};
-use super::writes::{bmc_row, insert_all, insert_bmcs};
+use super::writes::{bmc_row, insert_all, insert_batched};
 use crate::db::entities::{bmcs, components};
 use crate::error::Result;
 
@@ -149,7 +149,7 @@ pub(crate) async fn upsert_bmcs(
             }
         }
     }
-    insert_bmcs(db, inserts).await?;
+    insert_batched(db, inserts, "a BMC").await?;
     Ok(changed)
 }
 

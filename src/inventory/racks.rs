@@ -9,9 +9,7 @@ use uuid::Uuid;
 use super::live::{domain_row, rack_for_write, rack_row};
 use super::merge::merge_components;
 use super::model::{Change, NewComponent, NewRack, PatchReport, Rack, RackPatch};
-use super::query::{
-    Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
-};
+use super::query::{Cursor, Page, PageRequest, keyset_rows, manufacturer_key, with_text_filters};
 use super::revision::cas_failed;
 use super::rows::{attach_components, rack_from_row};
 use super::uniqueness::{Candidate, ensure_new_rack_unique, ensure_rack_name_free, on_unique};
@@ -111,22 +109,19 @@ pub async fn list(
     with_components: bool,
 ) -> Result<Page<Rack>> {
     use racks::Column as C;
-    let mut query = racks::Entity::find().filter(C::DeletedAt.is_null());
-    for (col, value) in [
+    let texts = [
         (C::Name, &filter.name),
         (C::Model, &filter.model),
         (C::Region, &filter.region),
         (C::Datacenter, &filter.datacenter),
         (C::Room, &filter.room),
         (C::Position, &filter.position),
-    ] {
-        if let Some(v) = value {
-            query = query.filter(text_matches(col, v));
-        }
-    }
-    if let Some(m) = &filter.manufacturer {
-        query = query.filter(manufacturer_matches(C::ManufacturerKey, m));
-    }
+    ];
+    let mut query = with_text_filters(
+        racks::Entity::find().filter(C::DeletedAt.is_null()),
+        texts,
+        (C::ManufacturerKey, &filter.manufacturer),
+    );
     if let Some(domain) = &filter.nvl_domain {
         // An unknown domain matches no rack rather than failing the list.
         let domain_id = domain_row(db, domain)

@@ -3,7 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
-use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
+};
 use uuid::Uuid;
 
 use super::model::{Bmc, Component, NewBmc, NewComponent, NewRack, Rack};
@@ -158,40 +160,31 @@ pub(crate) async fn insert_all(
         .zip(new)
         .map(|(id, c)| component_row(*id, rack_id, c, now))
         .collect();
-    insert_components(db, rows).await?;
+    insert_batched(db, rows, "a component").await?;
     let bmc_rows: Vec<_> = ids
         .iter()
         .zip(new)
         .flat_map(|(id, c)| c.bmcs.iter().map(|b| bmc_row(*id, b, now)))
         .collect();
-    insert_bmcs(db, bmc_rows).await?;
+    insert_batched(db, bmc_rows, "a BMC").await?;
     Ok(ids)
 }
 
-// Batches of 200 rows stay below SQLite's bind-parameter limit.
-async fn insert_components(
+/// Inserts rows in batches of 200, which stay below SQLite's bind-parameter limit; a unique
+/// value (serial, MAC) taken meanwhile by another request is a 409 naming `what`.
+pub(crate) async fn insert_batched<A>(
     db: &impl ConnectionTrait,
-    rows: Vec<components::ActiveModel>,
-) -> Result<()> {
+    rows: Vec<A>,
+    what: &str,
+) -> Result<()>
+where
+    A: ActiveModelTrait + Clone + Send,
+{
     for chunk in rows.chunks(200) {
-        components::Entity::insert_many(chunk.to_vec())
+        A::Entity::insert_many(chunk.to_vec())
             .exec_without_returning(db)
             .await
-            .map_err(|e| on_unique(e, "a component"))?;
-    }
-    Ok(())
-}
-
-/// Inserts BMC rows in batches; a MAC taken meanwhile by another request is a 409.
-pub(crate) async fn insert_bmcs(
-    db: &impl ConnectionTrait,
-    rows: Vec<bmcs::ActiveModel>,
-) -> Result<()> {
-    for chunk in rows.chunks(200) {
-        bmcs::Entity::insert_many(chunk.to_vec())
-            .exec_without_returning(db)
-            .await
-            .map_err(|e| on_unique(e, "a BMC"))?;
+            .map_err(|e| on_unique(e, what))?;
     }
     Ok(())
 }
