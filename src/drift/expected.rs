@@ -10,8 +10,8 @@ use crate::db::entities::{components, racks};
 use crate::error::{Error, Result};
 use crate::inventory::model::ComponentType;
 use crate::inventory::rows::load_bmcs;
+use crate::inventory::targets::{self as resolve, DRIVEN_TYPES};
 use crate::operations::model::TargetSpec;
-use crate::tasks::resolve::{self, DRIVEN_TYPES};
 
 /// One page of the live components of driven types, in a rack or not, in id order after
 /// `after`: the sync and a whole-site validation walk the inventory this way, so their memory

@@ -3,22 +3,24 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
-use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
 use super::batch::SerialLookups;
-use super::lookup::{self, COMPONENT_BY_ID, COMPONENT_BY_SERIAL, Key, lookup_component};
-use super::model::{Bmc, Component, ComponentType, NewBmc, NewComponent, Rack};
-use super::query::{
-    Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
+use super::live::{component_for_write, rack_ids_named, rack_row};
+use super::lookup::{self, COMPONENT_BY_SERIAL, Key, lookup_component};
+use super::model::{Component, ComponentType, NewComponent, Rack};
+use super::query::{Cursor, Page, PageRequest, keyset_rows, manufacturer_key, with_text_filters};
+use super::revision::ensure_one;
+use super::rows::{rack_from_row, with_bmcs};
+use super::uniqueness::{Candidate, ensure_unique};
+use super::writes::{
+    ensure_room, ensure_soft_deleted, insert_all, record_purge, soft_delete_where,
 };
-use super::racks;
-use super::rows::with_bmcs;
-use super::uniqueness::{Candidate, ensure_unique, on_unique};
 use crate::db::entities::{bmcs, components};
 use crate::error::{Error, Result};
+
+pub use super::patch::patch;
 
 /// Filters of the component list; all given ones must match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,126 +36,6 @@ pub struct ComponentFilter {
     pub bmc_mac: Option<String>,
 }
 
-pub(crate) fn component_row(
-    id: Uuid,
-    rack_id: Option<Uuid>,
-    c: &NewComponent,
-    now: DateTime<Utc>,
-) -> components::ActiveModel {
-    components::ActiveModel {
-        id: Set(id),
-        rack_id: Set(rack_id),
-        r#type: Set(c.kind.as_str().to_string()),
-        name: Set(c.name.clone()),
-        manufacturer: Set(c.manufacturer.clone()),
-        manufacturer_key: Set(manufacturer_key(&c.manufacturer)),
-        model: Set(c.model.clone()),
-        serial_number: Set(c.serial_number.clone()),
-        firmware_version: Set(c.firmware_version.clone()),
-        description: Set(c.description.clone()),
-        slot_id: Set(c.position.slot_id),
-        tray_idx: Set(c.position.tray_idx),
-        host_id: Set(c.position.host_id),
-        external_id: Set(None),
-        power_state: Set(None),
-        observed_firmware_version: Set(None),
-        last_seen_at: Set(None),
-        revision: Set(1),
-        created_at: Set(now),
-        updated_at: Set(now),
-        deleted_at: Set(None),
-    }
-}
-
-pub(crate) fn bmc_row(component_id: Uuid, b: &NewBmc, now: DateTime<Utc>) -> bmcs::ActiveModel {
-    bmcs::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        component_id: Set(component_id),
-        r#type: Set(b.kind.as_str().to_string()),
-        mac_address: Set(b.mac_address.to_string()),
-        ip_address: Set(b.ip_address.map(|ip| ip.to_string())),
-        created_at: Set(now),
-        deleted_at: Set(None),
-    }
-}
-
-/// The component `insert_all` stores for `c`, as a read would return it.
-pub(crate) fn as_stored(
-    id: Uuid,
-    rack_id: Option<Uuid>,
-    c: &NewComponent,
-    now: DateTime<Utc>,
-) -> Component {
-    let mut bmcs: Vec<Bmc> = c
-        .bmcs
-        .iter()
-        .map(|b| Bmc {
-            kind: b.kind,
-            mac_address: b.mac_address.to_string(),
-            ip_address: b.ip_address.map(|ip| ip.to_string()),
-        })
-        .collect();
-    bmcs.sort_by(super::rows::bmc_order);
-    Component {
-        id,
-        rack_id,
-        kind: c.kind,
-        name: c.name.clone(),
-        manufacturer: c.manufacturer.clone(),
-        model: c.model.clone(),
-        serial_number: c.serial_number.clone(),
-        firmware_version: c.firmware_version.clone(),
-        description: c.description.clone(),
-        position: c.position,
-        external_id: None,
-        power_state: None,
-        observed_firmware_version: None,
-        last_seen_at: None,
-        bmcs,
-        revision: 1,
-        created_at: now,
-        updated_at: now,
-        deleted_at: None,
-    }
-}
-
-/// Inserts components (with their BMCs) in two batched statements; returns their new ids.
-pub(crate) async fn insert_all(
-    db: &impl ConnectionTrait,
-    rack_id: Option<Uuid>,
-    new: &[&NewComponent],
-    now: DateTime<Utc>,
-) -> Result<Vec<Uuid>> {
-    if new.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids: Vec<Uuid> = new.iter().map(|_| Uuid::now_v7()).collect();
-    // Batches of 200 rows stay below SQLite's bind-parameter limit.
-    let rows: Vec<_> = ids
-        .iter()
-        .zip(new)
-        .map(|(id, c)| component_row(*id, rack_id, c, now))
-        .collect();
-    for chunk in rows.chunks(200) {
-        components::Entity::insert_many(chunk.to_vec())
-            .exec_without_returning(db)
-            .await
-            .map_err(|e| on_unique(e, "a component"))?;
-    }
-    let bmc_rows: Vec<_> = ids
-        .iter()
-        .zip(new)
-        .flat_map(|(id, c)| c.bmcs.iter().map(|b| bmc_row(*id, b, now)))
-        .collect();
-    for chunk in bmc_rows.chunks(200) {
-        bmcs::Entity::insert_many(chunk.to_vec())
-            .exec_without_returning(db)
-            .await
-            .map_err(|e| on_unique(e, "a BMC"))?;
-    }
-    Ok(ids)
-}
-
 /// Adds one component, optionally into a rack, and returns it as stored.
 pub async fn add(
     db: &DatabaseConnection,
@@ -162,7 +44,7 @@ pub async fn add(
 ) -> Result<Component> {
     let txn = crate::db::begin_write(db).await?;
     if let Some(rack_id) = new.rack_id {
-        racks::find_live_row(&txn, rack_id)
+        rack_row(&txn, rack_id)
             .await?
             .ok_or_else(|| Error::not_found("rack", rack_id))?;
     }
@@ -189,44 +71,9 @@ pub async fn add(
     Ok(component)
 }
 
-/// Fails (and so rolls the caller's transaction back) when the rack now holds more live
-/// components than [`MAX_COMPONENTS_PER_RACK`](super::model::MAX_COMPONENTS_PER_RACK).
-pub(crate) async fn ensure_room(
-    db: &impl ConnectionTrait,
-    rack_id: Uuid,
-    field: &str,
-) -> Result<()> {
-    use sea_orm::PaginatorTrait;
-    let max = super::model::MAX_COMPONENTS_PER_RACK;
-    let held = components::Entity::find()
-        .filter(components::Column::RackId.eq(rack_id))
-        .filter(components::Column::DeletedAt.is_null())
-        .count(db)
-        .await?;
-    if held > max as u64 {
-        return Err(Error::invalid(
-            field,
-            format!("a rack holds at most {max} components; this would make {held}"),
-        ));
-    }
-    Ok(())
-}
-
-pub(crate) async fn find_live_row(
-    db: &impl ConnectionTrait,
-    id: Uuid,
-) -> Result<Option<components::Model>> {
-    Ok(components::Entity::find_by_id(id)
-        .filter(components::Column::DeletedAt.is_null())
-        .one(db)
-        .await?)
-}
-
 /// A live component by id.
 pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Component> {
-    lookup_component(db, COMPONENT_BY_ID, [id.into()])
-        .await?
-        .ok_or_else(|| Error::not_found("component", id))
+    lookup::component(db, id).await
 }
 
 /// A live component by manufacturer (any case) and serial number.
@@ -278,7 +125,12 @@ pub async fn with_rack(
     want_rack: bool,
 ) -> Result<(Component, Option<Rack>)> {
     let rack = match (want_rack, component.rack_id) {
-        (true, Some(rack_id)) => Some(racks::get(db, rack_id, false).await?),
+        (true, Some(rack_id)) => {
+            let row = rack_row(db, rack_id)
+                .await?
+                .ok_or_else(|| Error::not_found("rack", rack_id))?;
+            Some(rack_from_row(row))
+        }
         _ => None,
     };
     Ok((component, rack))
@@ -296,25 +148,19 @@ pub async fn list(
         query = query.filter(C::RackId.eq(rack_id));
     }
     if let Some(rack_name) = &filter.rack_name {
-        let rack_ids = racks::live_ids_named(db, rack_name).await?;
+        let rack_ids = rack_ids_named(db, rack_name).await?;
         query = query.filter(C::RackId.is_in(rack_ids));
     }
     if !filter.kinds.is_empty() {
         query = query.filter(C::Type.is_in(filter.kinds.iter().map(|k| k.as_str())));
     }
-    for (col, value) in [
+    let texts = [
         (C::Name, &filter.name),
         (C::Model, &filter.model),
         (C::SerialNumber, &filter.serial_number),
         (C::ExternalId, &filter.external_id),
-    ] {
-        if let Some(v) = value {
-            query = query.filter(text_matches(col, v));
-        }
-    }
-    if let Some(m) = &filter.manufacturer {
-        query = query.filter(manufacturer_matches(C::ManufacturerKey, m));
-    }
+    ];
+    query = with_text_filters(query, texts, (C::ManufacturerKey, &filter.manufacturer));
     if let Some(mac) = &filter.bmc_mac {
         let owners = Query::select()
             .column(bmcs::Column::ComponentId)
@@ -340,11 +186,7 @@ pub async fn delete(
     now: DateTime<Utc>,
 ) -> Result<()> {
     let txn = crate::db::begin_write(db).await?;
-    let row = find_live_row(&txn, id)
-        .await?
-        .ok_or_else(|| Error::not_found("component", id))?;
-    check_revision("component", id, row.revision, expected_revision)?;
-    let audit_before = crate::audit::snapshot::<components::Entity>(&txn, id).await?;
+    let (row, audit_before) = component_for_write(&txn, id, expected_revision).await?;
     // Compare-and-set on the revision read above, so a concurrent patch or delete wins or loses
     // as a whole.
     let bumped = components::Entity::update_many()
@@ -354,46 +196,11 @@ pub async fn delete(
         .filter(components::Column::DeletedAt.is_null())
         .exec(&txn)
         .await?;
-    if bumped.rows_affected != 1 {
-        return Err(cas_failed(
-            sea_orm::DbErr::RecordNotUpdated,
-            "component",
-            id,
-            row.revision,
-        ));
-    }
+    ensure_one(bumped.rows_affected, "component", id, row.revision)?;
     soft_delete_where(&txn, components::Column::Id.eq(id), now).await?;
     crate::audit::row_changed::<components::Entity>(&txn, "component", id, audit_before, now)
         .await?;
     txn.commit().await?;
-    Ok(())
-}
-
-/// Soft-deletes the live components matching `cond`, with their BMCs.
-pub(crate) async fn soft_delete_where(
-    db: &impl ConnectionTrait,
-    cond: sea_orm::sea_query::SimpleExpr,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    let owners = Query::select()
-        .column(components::Column::Id)
-        .from(components::Entity)
-        .and_where(cond.clone())
-        .and_where(Expr::col(components::Column::DeletedAt).is_null())
-        .to_owned();
-    bmcs::Entity::update_many()
-        .col_expr(bmcs::Column::DeletedAt, Expr::value(now))
-        .filter(bmcs::Column::DeletedAt.is_null())
-        .filter(bmcs::Column::ComponentId.in_subquery(owners))
-        .exec(db)
-        .await?;
-    components::Entity::update_many()
-        .col_expr(components::Column::DeletedAt, Expr::value(now))
-        .col_expr(components::Column::UpdatedAt, Expr::value(now))
-        .filter(components::Column::DeletedAt.is_null())
-        .filter(cond)
-        .exec(db)
-        .await?;
     Ok(())
 }
 
@@ -404,25 +211,14 @@ pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
         .one(&txn)
         .await?
         .ok_or_else(|| Error::not_found("component", id))?;
-    if row.deleted_at.is_none() {
-        return Err(Error::conflict(
-            "not_deleted",
-            format!("component {id} is not deleted; DELETE it first"),
-        ));
-    }
+    ensure_soft_deleted("component", id, row.deleted_at)?;
     bmcs::Entity::delete_many()
         .filter(bmcs::Column::ComponentId.eq(id))
         .exec(&txn)
         .await?;
     let audit_before = crate::audit::snapshot::<components::Entity>(&txn, id).await?;
     components::Entity::delete_by_id(id).exec(&txn).await?;
-    let change = crate::audit::Change::new("component", id).before(audit_before);
-    crate::audit::record(&txn, change, chrono::Utc::now()).await?;
+    record_purge(&txn, "component", id, audit_before).await?;
     txn.commit().await?;
     Ok(())
 }
-
-pub use super::patch::patch;
-pub(crate) use super::patch::{
-    apply_patch_fields, cas_failed, check_revision, patch_from_new, upsert_bmcs,
-};

@@ -48,6 +48,13 @@ pub(crate) const COMPONENTS_BY_SERIALS: &str = lookup_sql!(
     "(c.manufacturer_key, c.serial_number) IN (SELECT * FROM UNNEST($1::text[], $2::text[]))"
 );
 
+/// A live component by id, or a 404.
+pub(crate) async fn component(db: &impl ConnectionTrait, id: Uuid) -> Result<Component> {
+    lookup_component(db, COMPONENT_BY_ID, [id.into()])
+        .await?
+        .ok_or_else(|| crate::error::Error::not_found("component", id))
+}
+
 /// Runs a [`lookup_sql`] statement: the one live component it finds, with its BMCs in
 /// [`bmc_order`].
 pub(crate) async fn lookup_component(

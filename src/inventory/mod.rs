@@ -1,15 +1,29 @@
 //! The inventory: what each rack should contain, stored in PostgreSQL or SQLite.
 //!
-//! `model` holds the domain types; `racks`, `components` and `nvl` are the store functions, each
-//! taking any connection or transaction so callers can compose them.
+//! `model` (with `kinds`) holds the domain types. The store functions, each taking any
+//! connection or transaction so callers can compose them, are layered so that nothing calls
+//! upwards and the top modules never call each other:
+//! - top: `racks`, `components` (+ `patch`), `nvl` (domains), `targets` (an operation's targets
+//!   resolved into devices per rack);
+//! - shared writes: `merge` (component updates, set-based rack merges), `writes` (new rows,
+//!   batched inserts, soft deletes), `uniqueness` (every clash check and its 409);
+//! - reads and helpers: `live` (live rows by id, name, serial), `lookup` and `batch` (the hot
+//!   single-component read), `rows` (row ↔ domain conversions), `query` (paging, text
+//!   matching), `revision` (`If-Match` and compare-and-set).
 
 pub mod batch;
 pub mod components;
+mod kinds;
+mod live;
 mod lookup;
+mod merge;
 pub mod model;
 pub mod nvl;
 mod patch;
 pub mod query;
 pub mod racks;
+mod revision;
 pub(crate) mod rows;
+pub mod targets;
 mod uniqueness;
+mod writes;

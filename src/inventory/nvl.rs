@@ -7,8 +7,12 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::live::{domain_row, resolve_rack};
 use super::query::{Cursor, Page, PageRequest, keyset_rows, text_matches};
-use super::racks;
+use super::revision::ensure_one;
+use super::uniqueness::{
+    DomainSlot, attached_elsewhere, domain_slot, ensure_attachable, on_unique,
+};
 use crate::db::entities::{nvl_domains, racks as rack_rows};
 use crate::error::{Error, FieldError, Result};
 
@@ -32,20 +36,7 @@ impl From<nvl_domains::Model> for NvlDomain {
 
 /// A domain by id (when the text is a UUID) or by name.
 pub async fn find(db: &impl ConnectionTrait, id_or_name: &str) -> Result<Option<NvlDomain>> {
-    let by_id = match Uuid::parse_str(id_or_name) {
-        Ok(id) => nvl_domains::Entity::find_by_id(id).one(db).await?,
-        Err(_) => None,
-    };
-    let found = match by_id {
-        Some(d) => Some(d),
-        None => {
-            nvl_domains::Entity::find()
-                .filter(nvl_domains::Column::Name.eq(id_or_name))
-                .one(db)
-                .await?
-        }
-    };
-    Ok(found.map(Into::into))
+    Ok(domain_row(db, id_or_name).await?.map(Into::into))
 }
 
 /// Like [`find`], but a missing domain is a 404.
@@ -63,34 +54,10 @@ pub async fn create(
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<(NvlDomain, bool)> {
-    let by_name = nvl_domains::Entity::find()
-        .filter(nvl_domains::Column::Name.eq(name))
-        .one(db)
-        .await?;
-    if let Some(existing) = by_name {
-        if id.is_some_and(|id| id != existing.id) {
-            return Err(Error::Conflict {
-                code: "duplicate",
-                message: "nvl domain name already in use".into(),
-                errors: vec![FieldError::new(
-                    "name",
-                    format!("domain {} already has this name", existing.id),
-                )],
-            });
-        }
-        return Ok((existing.into(), false));
-    }
-    let id = id.unwrap_or_else(Uuid::now_v7);
-    if let Some(existing) = nvl_domains::Entity::find_by_id(id).one(db).await? {
-        return Err(Error::Conflict {
-            code: "duplicate",
-            message: "nvl domain id already in use".into(),
-            errors: vec![FieldError::new(
-                "id",
-                format!("domain {id} is named {:?}", existing.name),
-            )],
-        });
-    }
+    let id = match domain_slot(db, id, name).await? {
+        DomainSlot::Same(existing) => return Ok((existing.into(), false)),
+        DomainSlot::Free(id) => id,
+    };
     let row = nvl_domains::ActiveModel {
         id: Set(id),
         name: Set(name.to_string()),
@@ -99,7 +66,7 @@ pub async fn create(
     nvl_domains::Entity::insert(row)
         .exec_without_returning(db)
         .await
-        .map_err(|e| super::uniqueness::on_unique(e, "the nvl domain"))?;
+        .map_err(|e| on_unique(e, "the nvl domain"))?;
     crate::audit::row_changed::<nvl_domains::Entity>(db, "nvl_domain", id, None, now).await?;
     Ok((
         NvlDomain {
@@ -135,8 +102,6 @@ pub async fn list(
     ))
 }
 
-/// Attaches racks (by id or name) to a domain, all or nothing. Racks already in this domain are
-/// left as they are; a rack in another domain is a 409 naming it.
 /// [`create`] in a transaction of its own, so the domain and its audit entry commit together.
 pub async fn create_audited(
     db: &DatabaseConnection,
@@ -150,6 +115,8 @@ pub async fn create_audited(
     Ok(created)
 }
 
+/// Attaches racks (by id or name) to a domain, all or nothing. Racks already in this domain are
+/// left as they are; a rack in another domain is a 409 naming it.
 pub async fn attach(
     db: &DatabaseConnection,
     domain: &str,
@@ -159,18 +126,10 @@ pub async fn attach(
     let txn = crate::db::begin_write(db).await?;
     let domain = get(&txn, domain).await?;
     let mut missing = Vec::new();
-    let mut elsewhere = Vec::new();
-    let mut to_attach = Vec::new();
+    let mut found = Vec::new();
     for (i, wanted) in racks_wanted.iter().enumerate() {
-        match racks::resolve(&txn, wanted).await {
-            Ok(rack) => match rack.nvl_domain_id {
-                Some(d) if d == domain.id => {}
-                Some(other) => elsewhere.push(FieldError::new(
-                    format!("racks[{i}]"),
-                    format!("rack {} is attached to domain {other}", rack.name),
-                )),
-                None => to_attach.push(rack),
-            },
+        match resolve_rack(&txn, wanted).await {
+            Ok(rack) => found.push((i, rack)),
             Err(Error::NotFound { .. }) => missing.push(FieldError::new(
                 format!("racks[{i}]"),
                 format!("rack {wanted} not found"),
@@ -181,13 +140,7 @@ pub async fn attach(
     if !missing.is_empty() {
         return Err(Error::Invalid(missing));
     }
-    if !elsewhere.is_empty() {
-        return Err(Error::Conflict {
-            code: "attached_elsewhere",
-            message: "rack already in another nvl domain".into(),
-            errors: elsewhere,
-        });
-    }
+    let to_attach = ensure_attachable(found, domain.id)?;
     let attached: Vec<Uuid> = to_attach.iter().map(|r| r.id).collect();
     for rack in to_attach {
         set_domain(&txn, rack, Some(domain.id), now).await?;
@@ -211,7 +164,7 @@ pub async fn detach(
 ) -> Result<()> {
     let txn = crate::db::begin_write(db).await?;
     let domain = get(&txn, domain).await?;
-    let rack = racks::resolve(&txn, rack).await?;
+    let rack = resolve_rack(&txn, rack).await?;
     match rack.nvl_domain_id {
         Some(d) if d == domain.id => {
             let doc = serde_json::json!({"attached_racks": [rack.id]});
@@ -219,15 +172,7 @@ pub async fn detach(
             crate::audit::record(&txn, change, now).await?;
             set_domain(&txn, rack, None, now).await?
         }
-        Some(other) => {
-            return Err(Error::conflict(
-                "attached_elsewhere",
-                format!(
-                    "rack {} is attached to domain {other}, not {}",
-                    rack.name, domain.name
-                ),
-            ));
-        }
+        Some(other) => return Err(attached_elsewhere(&rack, other, &domain.name)),
         None => {}
     }
     txn.commit().await?;
@@ -248,13 +193,5 @@ async fn set_domain(
         .filter(rack_rows::Column::Revision.eq(rack.revision))
         .exec(db)
         .await?;
-    if updated.rows_affected != 1 {
-        return Err(super::components::cas_failed(
-            sea_orm::DbErr::RecordNotUpdated,
-            "rack",
-            rack.id,
-            rack.revision,
-        ));
-    }
-    Ok(())
+    ensure_one(updated.rows_affected, "rack", rack.id, rack.revision)
 }

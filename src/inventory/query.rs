@@ -166,6 +166,24 @@ pub fn manufacturer_matches<C: ColumnTrait>(key_col: C, value: &str) -> SimpleEx
     text_matches(key_col, &value.to_lowercase())
 }
 
+/// Narrows a list query by each given text filter ([`text_matches`] on its column) and by the
+/// manufacturer ([`manufacturer_matches`] on the key column) when one is given.
+pub(crate) fn with_text_filters<'a, E: EntityTrait, C: ColumnTrait>(
+    mut query: Select<E>,
+    texts: impl IntoIterator<Item = (C, &'a Option<String>)>,
+    (key_col, manufacturer): (C, &Option<String>),
+) -> Select<E> {
+    for (col, value) in texts {
+        if let Some(v) = value {
+            query = query.filter(text_matches(col, v));
+        }
+    }
+    if let Some(m) = manufacturer {
+        query = query.filter(manufacturer_matches(key_col, m));
+    }
+    query
+}
+
 /// The key stored beside every manufacturer so lookups and uniqueness ignore case.
 pub fn manufacturer_key(manufacturer: &str) -> String {
     manufacturer.trim().to_lowercase()

@@ -3,22 +3,23 @@
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    QuerySelect,
 };
 use uuid::Uuid;
 
-use super::components::{self as component_store, cas_failed, check_revision, upsert_bmcs};
-use super::model::{
-    Change, Component, ComponentChange, NewComponent, NewRack, PatchReport, Rack, RackPatch,
-};
-use super::nvl;
-use super::query::{
-    Cursor, Page, PageRequest, keyset_rows, manufacturer_key, manufacturer_matches, text_matches,
-};
+use super::live::{domain_row, rack_for_write, rack_row};
+use super::merge::merge_components;
+use super::model::{Change, NewComponent, NewRack, PatchReport, Rack, RackPatch};
+use super::query::{Cursor, Page, PageRequest, keyset_rows, manufacturer_key, with_text_filters};
+use super::revision::cas_failed;
 use super::rows::{attach_components, rack_from_row};
-use super::uniqueness::{Candidate, ensure_unique, on_unique};
+use super::uniqueness::{Candidate, ensure_new_rack_unique, ensure_rack_name_free, on_unique};
+use super::writes::{
+    ensure_room, ensure_soft_deleted, insert_all, rack_as_stored, record_purge, soft_delete_where,
+};
 use crate::db::entities::{components, racks};
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Error, Result};
+
+pub use super::live::resolve_rack as resolve;
 
 /// Filters of the rack list; all given ones must match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,72 +35,9 @@ pub struct RackFilter {
     pub position: Option<String>,
 }
 
-pub(crate) async fn find_live_row(
-    db: &impl ConnectionTrait,
-    id: Uuid,
-) -> Result<Option<racks::Model>> {
-    Ok(racks::Entity::find_by_id(id)
-        .filter(racks::Column::DeletedAt.is_null())
-        .one(db)
-        .await?)
-}
-
-/// Ids of live racks matching a name (exact, or a `*` glob).
-pub(crate) async fn live_ids_named(db: &impl ConnectionTrait, name: &str) -> Result<Vec<Uuid>> {
-    Ok(racks::Entity::find()
-        .select_only()
-        .column(racks::Column::Id)
-        .filter(text_matches(racks::Column::Name, name))
-        .filter(racks::Column::DeletedAt.is_null())
-        .into_tuple()
-        .all(db)
-        .await?)
-}
-
-/// Live rack by id or by exact name.
-pub async fn resolve(db: &impl ConnectionTrait, id_or_name: &str) -> Result<racks::Model> {
-    let mut query = racks::Entity::find().filter(racks::Column::DeletedAt.is_null());
-    query = match Uuid::parse_str(id_or_name) {
-        Ok(id) => query.filter(racks::Column::Id.eq(id)),
-        Err(_) => query.filter(racks::Column::Name.eq(id_or_name)),
-    };
-    query
-        .one(db)
-        .await?
-        .ok_or_else(|| Error::not_found("rack", id_or_name))
-}
-
 /// Creates a rack with all its components and BMCs in one transaction: all or nothing.
 pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) -> Result<Rack> {
     let txn = crate::db::begin_write(db).await?;
-    let mut clashes = Vec::new();
-    let key = manufacturer_key(&new.manufacturer);
-    if let Some(r) = racks::Entity::find()
-        .filter(racks::Column::Name.eq(&new.name))
-        .filter(racks::Column::DeletedAt.is_null())
-        .one(&txn)
-        .await?
-    {
-        clashes.push(FieldError::new(
-            "name",
-            format!("rack {} already has this name", r.id),
-        ));
-    }
-    if let Some(r) = racks::Entity::find()
-        .filter(racks::Column::ManufacturerKey.eq(&key))
-        .filter(racks::Column::SerialNumber.eq(&new.serial_number))
-        .filter(racks::Column::DeletedAt.is_null())
-        .one(&txn)
-        .await?
-    {
-        clashes.push(FieldError::new(
-            "serial_number",
-            format!(
-                "{} {} is already rack {}",
-                new.manufacturer, new.serial_number, r.id
-            ),
-        ));
-    }
     let candidates: Vec<Candidate<'_>> = new
         .components
         .iter()
@@ -110,72 +48,24 @@ pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) 
             existing: None,
         })
         .collect();
-    match ensure_unique(&txn, &candidates).await {
-        Ok(()) => {}
-        Err(Error::Conflict { errors, .. }) => clashes.extend(errors),
-        Err(other) => return Err(other),
-    }
-    if !clashes.is_empty() {
-        return Err(Error::Conflict {
-            code: "duplicate",
-            message: "already registered in the inventory".into(),
-            errors: clashes,
-        });
-    }
+    ensure_new_rack_unique(&txn, new, &candidates).await?;
     let id = Uuid::now_v7();
-    racks::Entity::insert(racks::ActiveModel {
-        id: Set(id),
-        name: Set(new.name.clone()),
-        manufacturer: Set(new.manufacturer.clone()),
-        manufacturer_key: Set(key),
-        serial_number: Set(new.serial_number.clone()),
-        model: Set(new.model.clone()),
-        description: Set(new.description.clone()),
-        region: Set(new.location.region.clone()),
-        datacenter: Set(new.location.datacenter.clone()),
-        room: Set(new.location.room.clone()),
-        position: Set(new.location.position.clone()),
-        nvl_domain_id: Set(None),
-        revision: Set(1),
-        created_at: Set(now),
-        updated_at: Set(now),
-        deleted_at: Set(None),
-    })
-    .exec_without_returning(&txn)
-    .await
-    .map_err(|e| on_unique(e, "the rack"))?;
+    racks::Entity::insert(super::writes::rack_row(id, new, now))
+        .exec_without_returning(&txn)
+        .await
+        .map_err(|e| on_unique(e, "the rack"))?;
     let all: Vec<&NewComponent> = new.components.iter().collect();
-    let ids = component_store::insert_all(&txn, Some(id), &all, now).await?;
+    let ids = insert_all(&txn, Some(id), &all, now).await?;
     crate::audit::row_changed::<racks::Entity>(&txn, "rack", id, None, now).await?;
     txn.commit().await?;
     // Everything stored is known here, so the answer is built rather than read back: reading
     // the rack, its components and their BMCs again tripled the round trips of an import.
-    let mut components: Vec<Component> = ids
-        .into_iter()
-        .zip(&new.components)
-        .map(|(cid, c)| component_store::as_stored(cid, Some(id), c, now))
-        .collect();
-    components.sort_by(super::rows::rack_order);
-    Ok(Rack {
-        id,
-        name: new.name.clone(),
-        manufacturer: new.manufacturer.clone(),
-        serial_number: new.serial_number.clone(),
-        model: new.model.clone(),
-        description: new.description.clone(),
-        location: new.location.clone(),
-        nvl_domain_id: None,
-        revision: 1,
-        created_at: now,
-        updated_at: now,
-        deleted_at: None,
-        components: Some(components),
-    })
+    Ok(rack_as_stored(id, new, &ids, now))
 }
 
 /// A live rack by id, optionally with its live components.
 pub async fn get(db: &impl ConnectionTrait, id: Uuid, with_components: bool) -> Result<Rack> {
-    let row = find_live_row(db, id)
+    let row = rack_row(db, id)
         .await?
         .ok_or_else(|| Error::not_found("rack", id))?;
     finish(db, row, with_components).await
@@ -219,25 +109,22 @@ pub async fn list(
     with_components: bool,
 ) -> Result<Page<Rack>> {
     use racks::Column as C;
-    let mut query = racks::Entity::find().filter(C::DeletedAt.is_null());
-    for (col, value) in [
+    let texts = [
         (C::Name, &filter.name),
         (C::Model, &filter.model),
         (C::Region, &filter.region),
         (C::Datacenter, &filter.datacenter),
         (C::Room, &filter.room),
         (C::Position, &filter.position),
-    ] {
-        if let Some(v) = value {
-            query = query.filter(text_matches(col, v));
-        }
-    }
-    if let Some(m) = &filter.manufacturer {
-        query = query.filter(manufacturer_matches(C::ManufacturerKey, m));
-    }
+    ];
+    let mut query = with_text_filters(
+        racks::Entity::find().filter(C::DeletedAt.is_null()),
+        texts,
+        (C::ManufacturerKey, &filter.manufacturer),
+    );
     if let Some(domain) = &filter.nvl_domain {
         // An unknown domain matches no rack rather than failing the list.
-        let domain_id = nvl::find(db, domain)
+        let domain_id = domain_row(db, domain)
             .await?
             .map(|d| d.id)
             .unwrap_or_else(Uuid::nil);
@@ -264,30 +151,14 @@ pub async fn patch(
     now: DateTime<Utc>,
 ) -> Result<(Rack, PatchReport)> {
     let txn = crate::db::begin_write(db).await?;
-    let row = find_live_row(&txn, id)
-        .await?
-        .ok_or_else(|| Error::not_found("rack", id))?;
-    check_revision("rack", id, row.revision, expected_revision)?;
-    let audit_before = crate::audit::snapshot::<racks::Entity>(&txn, id).await?;
-    if let Some(name) = patch.name.as_ref().filter(|n| **n != row.name) {
-        let taken = racks::Entity::find()
-            .filter(racks::Column::Name.eq(name))
-            .filter(racks::Column::DeletedAt.is_null())
-            .one(&txn)
-            .await?;
-        if let Some(other) = taken {
-            return Err(Error::Conflict {
-                code: "duplicate",
-                message: "rack name already in use".into(),
-                errors: vec![FieldError::new(
-                    "name",
-                    format!("rack {} already has this name", other.id),
-                )],
-            });
-        }
-    }
+    let (row, audit_before) = rack_for_write(&txn, id, expected_revision).await?;
     let mut am: racks::ActiveModel = row.clone().into();
     let mut changed = false;
+    if let Some(name) = patch.name.as_ref().filter(|n| **n != row.name) {
+        ensure_rack_name_free(&txn, name).await?;
+        am.name = Set(name.clone());
+        changed = true;
+    }
     let mut set = |target: &mut sea_orm::ActiveValue<Option<String>>,
                    current: &Option<String>,
                    update: &Option<Option<String>>| {
@@ -302,13 +173,9 @@ pub async fn patch(
     set(&mut am.datacenter, &row.datacenter, &patch.datacenter);
     set(&mut am.room, &row.room, &patch.room);
     set(&mut am.position, &row.position, &patch.position);
-    if let Some(name) = patch.name.as_ref().filter(|n| **n != row.name) {
-        am.name = Set(name.clone());
-        changed = true;
-    }
     let components = merge_components(&txn, id, &patch.components, now).await?;
     if components.iter().any(|c| c.change == Change::Added) {
-        component_store::ensure_room(&txn, id, "components").await?;
+        ensure_room(&txn, id, "components").await?;
     }
     let rack_change = if changed {
         Change::Patched
@@ -343,98 +210,6 @@ pub async fn patch(
     ))
 }
 
-/// Adds components new to the rack and patches the ones it has (matched by manufacturer + serial).
-async fn merge_components(
-    db: &impl ConnectionTrait,
-    rack_id: Uuid,
-    wanted: &[NewComponent],
-    now: DateTime<Utc>,
-) -> Result<Vec<ComponentChange>> {
-    if wanted.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut existing_ids = Vec::with_capacity(wanted.len());
-    for (i, c) in wanted.iter().enumerate() {
-        let found = components::Entity::find()
-            .filter(components::Column::ManufacturerKey.eq(manufacturer_key(&c.manufacturer)))
-            .filter(components::Column::SerialNumber.eq(&c.serial_number))
-            .filter(components::Column::DeletedAt.is_null())
-            .one(db)
-            .await?;
-        match found {
-            Some(row) if row.rack_id != Some(rack_id) => {
-                let place = row
-                    .rack_id
-                    .map_or("no rack".to_string(), |r| format!("rack {r}"));
-                return Err(Error::Conflict {
-                    code: "component_elsewhere",
-                    message: "a listed component belongs elsewhere; move it with PATCH /v1/components/{id}".into(),
-                    errors: vec![FieldError::new(format!("components[{i}].serial_number"), format!("component {} is in {place}", row.id))],
-                });
-            }
-            found => existing_ids.push(found),
-        }
-    }
-    let candidates: Vec<Candidate<'_>> = wanted
-        .iter()
-        .zip(&existing_ids)
-        .enumerate()
-        .map(|(i, (c, e))| Candidate {
-            path: format!("components[{i}]"),
-            component: c,
-            existing: e.as_ref().map(|r| r.id),
-        })
-        .collect();
-    ensure_unique(db, &candidates).await?;
-    let mut report = Vec::with_capacity(wanted.len());
-    for (i, (c, existing)) in wanted.iter().zip(existing_ids).enumerate() {
-        let (component_id, change) = match existing {
-            None => {
-                let ids = component_store::insert_all(db, Some(rack_id), &[c], now).await?;
-                (ids.first().copied().unwrap_or_default(), Change::Added)
-            }
-            Some(row) => {
-                let p = component_store::patch_from_new(c);
-                let mut am: components::ActiveModel = row.clone().into();
-                let fields = component_store::apply_patch_fields(&mut am, &row, &p);
-                let bmcs =
-                    upsert_bmcs(db, row.id, &c.bmcs, &format!("components[{i}].bmcs"), now).await?;
-                if fields || bmcs {
-                    am.revision = Set(row.revision + 1);
-                    am.updated_at = Set(now);
-                    components::Entity::update(am)
-                        .validate()?
-                        .filter(components::Column::Revision.eq(row.revision))
-                        .exec(db)
-                        .await
-                        .map_err(|e| cas_failed(e, "component", row.id, row.revision))?;
-                }
-                (
-                    row.id,
-                    if fields || bmcs {
-                        Change::Patched
-                    } else {
-                        Change::NoChange
-                    },
-                )
-            }
-        };
-        let bmcs = c
-            .bmcs
-            .iter()
-            .map(|b| (b.mac_address.to_string(), change))
-            .collect();
-        report.push(ComponentChange {
-            component_id,
-            manufacturer: c.manufacturer.clone(),
-            serial_number: c.serial_number.clone(),
-            change,
-            bmcs,
-        });
-    }
-    Ok(report)
-}
-
 /// Marks the rack and all its live components (and their BMCs) deleted.
 pub async fn delete(
     db: &DatabaseConnection,
@@ -443,11 +218,7 @@ pub async fn delete(
     now: DateTime<Utc>,
 ) -> Result<()> {
     let txn = crate::db::begin_write(db).await?;
-    let row = find_live_row(&txn, id)
-        .await?
-        .ok_or_else(|| Error::not_found("rack", id))?;
-    check_revision("rack", id, row.revision, expected_revision)?;
-    let audit_before = crate::audit::snapshot::<racks::Entity>(&txn, id).await?;
+    let (row, audit_before) = rack_for_write(&txn, id, expected_revision).await?;
     let revision = row.revision;
     let mut am: racks::ActiveModel = row.into();
     am.deleted_at = Set(Some(now));
@@ -460,7 +231,7 @@ pub async fn delete(
         .exec(&txn)
         .await
         .map_err(|e| cas_failed(e, "rack", id, revision))?;
-    component_store::soft_delete_where(&txn, components::Column::RackId.eq(id), now).await?;
+    soft_delete_where(&txn, components::Column::RackId.eq(id), now).await?;
     crate::audit::row_changed::<racks::Entity>(&txn, "rack", id, audit_before, now).await?;
     txn.commit().await?;
     Ok(())
@@ -473,12 +244,7 @@ pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
         .one(&txn)
         .await?
         .ok_or_else(|| Error::not_found("rack", id))?;
-    if row.deleted_at.is_none() {
-        return Err(Error::conflict(
-            "not_deleted",
-            format!("rack {id} is not deleted; DELETE it first"),
-        ));
-    }
+    ensure_soft_deleted("rack", id, row.deleted_at)?;
     let audit_before = crate::audit::snapshot::<racks::Entity>(&txn, id).await?;
     // BMC rows go with their components through the cascading foreign key.
     components::Entity::delete_many()
@@ -486,8 +252,7 @@ pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
         .exec(&txn)
         .await?;
     racks::Entity::delete_by_id(id).exec(&txn).await?;
-    let change = crate::audit::Change::new("rack", id).before(audit_before);
-    crate::audit::record(&txn, change, chrono::Utc::now()).await?;
+    record_purge(&txn, "rack", id, audit_before).await?;
     txn.commit().await?;
     Ok(())
 }

@@ -90,7 +90,7 @@ async fn check_no_other_default(
         return Err(Error::Conflict {
             code: "default_exists",
             message: format!(
-                "rule {id} ({}) is already the default for {operation}; make this rule the default with POST /v1/operation-rules/{{id}}/default",
+                "rule {id} ({}) is already the default for {operation}; to switch, make this rule the default explicitly",
                 existing.name
             ),
             errors: vec![FieldError::new(

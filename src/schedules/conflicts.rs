@@ -8,8 +8,8 @@ use super::service::ScheduleService;
 use super::store;
 use crate::error::Result;
 use crate::inventory::model::ComponentType;
+use crate::inventory::targets::DRIVEN_TYPES;
 use crate::operations::model::{Operation, RackTarget, TaskType};
-use crate::tasks::resolve::DRIVEN_TYPES;
 
 /// The driven component types a scope filter covers (empty = all of them).
 fn covered(types: &[ComponentType]) -> Vec<ComponentType> {

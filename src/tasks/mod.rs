@@ -11,7 +11,6 @@ pub mod model;
 pub mod preview;
 mod refusal;
 pub mod report;
-pub mod resolve;
 pub mod service;
 mod steps;
 pub mod store;

@@ -8,11 +8,12 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::admission::{self, Outcome};
+use super::capability;
 use super::model::{Footprint, TaskComponent, TaskStatus};
-use super::{capability, resolve};
 use crate::components::Device;
 use crate::components::registry::Registry;
 use crate::error::Result;
+use crate::inventory::targets as resolve;
 use crate::operations::model::{Operation, OperationSpec};
 use crate::operations::plan::{self, Plan};
 use crate::rules::resolve as rules;

@@ -13,11 +13,11 @@ use super::admission::{self, Outcome};
 use super::engine::{EngineError, WorkflowEngine};
 use super::model::{Footprint, Task, TaskComponent, TaskStatus};
 use super::refusal::refusal;
-use super::resolve::{self, RackWork};
 use super::{capability, preview, store};
 use crate::clock::Clock;
 use crate::components::registry::Registry;
 use crate::error::{Error, Result};
+use crate::inventory::targets::{self as resolve, RackWork};
 use crate::operations::model::OperationSpec;
 
 /// Why one rack got no task.

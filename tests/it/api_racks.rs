@@ -14,6 +14,7 @@ on_both_backends!(
     racks_are_listed_in_name_order_with_filters_and_stable_cursors,
     a_patch_merges_fields_and_location_keys_and_reports_component_changes,
     a_patch_honours_if_match_and_rejects_a_taken_name,
+    a_patch_merges_a_whole_component_list_all_or_nothing,
     a_deleted_rack_disappears_and_frees_its_keys_until_purged,
     concurrent_writers_all_succeed_and_a_contested_name_goes_to_exactly_one,
 );
@@ -330,6 +331,62 @@ async fn a_patch_honours_if_match_and_rejects_a_taken_name(app: TestApp) {
     assert_eq!(renamed.status, 200, "{}", renamed.text);
     assert_eq!(renamed.body["rack"]["name"], "rack-0100");
     assert_eq!(app.get(&path).await.body["revision"], 2);
+}
+
+async fn a_patch_merges_a_whole_component_list_all_or_nothing(app: TestApp) {
+    let spec = gb200_rack(11, 2);
+    let rack = app.create_rack(&spec).await;
+    let path = format!("/v1/racks/{}", rack["id"].as_str().unwrap());
+    let other = app.create_rack(&gb200_rack(12, 1)).await;
+    let taken_mac = other["components"][0]["bmcs"][0]["mac_address"].clone();
+    // Every component the rack has (one changed), then three new ones.
+    let mut listed = spec["components"].as_array().unwrap().clone();
+    let had = listed.len();
+    listed[0]["firmware_version"] = json!("3.1");
+    for i in 0..3 {
+        listed.push(
+            json!({"type": "cdu", "name": format!("r0011-cdu{i}"), "manufacturer": "Vertiv",
+            "serial_number": format!("CDU-11-{i}"),
+            "bmcs": [{"type": "host", "mac_address": format!("02:00:11:00:09:0{i}")}]}),
+        );
+    }
+    let mut clashing = listed.clone();
+    let last = clashing.len() - 1;
+    clashing[last]["bmcs"][0]["mac_address"] = taken_mac;
+    let refused = app.patch(&path, &json!({"components": clashing})).await;
+    refused.assert_problem(409, "duplicate");
+    assert_eq!(
+        refused.error_fields(),
+        vec![format!("components[{last}].bmcs[0].mac_address")]
+    );
+    assert_eq!(
+        app.get(&path).await.body["revision"],
+        1,
+        "nothing was written"
+    );
+
+    let r = app.patch(&path, &json!({"components": listed})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let results: Vec<&str> = r.body["report"]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["result"].as_str().unwrap())
+        .collect();
+    let mut expected = vec!["patched"];
+    expected.extend(vec!["no_change"; had - 1]);
+    expected.extend(["added"; 3]);
+    assert_eq!(
+        results, expected,
+        "one result per listed component, in order"
+    );
+    let components = r.body["rack"]["components"].as_array().unwrap();
+    assert_eq!(components.len(), had + 3);
+    for c in components {
+        let changed = c["serial_number"] == listed[0]["serial_number"];
+        assert_eq!(c["revision"], if changed { 2 } else { 1 }, "{c}");
+    }
+    assert_eq!(r.header("etag"), Some("\"2\""));
 }
 
 async fn a_deleted_rack_disappears_and_frees_its_keys_until_purged(app: TestApp) {

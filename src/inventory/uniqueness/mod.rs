@@ -1,16 +1,26 @@
-//! Duplicate detection before writes, so a 409 names the exact field that clashes.
+//! Clash checks before writes, so a 409 names the exact field that clashes: duplicate serials
+//! and MACs here, rack names and serials, NVL domains and rack membership in `places`. This is
+//! the only module that builds `duplicate`, `component_elsewhere` and `attached_elsewhere`.
 //!
 //! The partial unique indexes stay the final word (a concurrent writer can still lose the race
 //! and get a plain 409), but checking first lets us tell the caller which serial or MAC it was.
+
+mod places;
+
+pub(crate) use places::{
+    DomainSlot, attached_elsewhere, component_elsewhere, domain_slot, ensure_attachable,
+    ensure_new_rack_unique, ensure_rack_name_free,
+};
 
 use std::collections::HashMap;
 
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
+use super::live::components_by_serial;
 use super::model::{NewBmc, NewComponent};
 use super::query::manufacturer_key;
-use crate::db::entities::{bmcs, components};
+use crate::db::entities::bmcs;
 use crate::error::{Error, FieldError, Result};
 
 /// A field's JSON path under `path` (empty for a top-level component).
@@ -31,7 +41,7 @@ pub(crate) struct Candidate<'a> {
 }
 
 /// Duplicates inside one request: the same serial or MAC given twice.
-pub(crate) fn in_request(candidates: &[Candidate<'_>]) -> Vec<FieldError> {
+fn in_request(candidates: &[Candidate<'_>]) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let mut serials: HashMap<(String, &str), &str> = HashMap::new();
     let mut macs: HashMap<&str, String> = HashMap::new();
@@ -61,33 +71,12 @@ pub(crate) fn in_request(candidates: &[Candidate<'_>]) -> Vec<FieldError> {
 }
 
 /// Clashes with stored live components and BMCs.
-pub(crate) async fn against_store(
+async fn against_store(
     db: &impl ConnectionTrait,
     candidates: &[Candidate<'_>],
 ) -> Result<Vec<FieldError>> {
     let mut errors = Vec::new();
-    let serials: Vec<&str> = candidates
-        .iter()
-        .map(|c| c.component.serial_number.as_str())
-        .collect();
-    // The unique index leads with the manufacturer key: naming the keys lets it serve this look-up.
-    let mut keys: Vec<String> = candidates
-        .iter()
-        .map(|c| manufacturer_key(&c.component.manufacturer))
-        .collect();
-    keys.sort();
-    keys.dedup();
-    let mut stored = Vec::new();
-    for chunk in serials.chunks(500) {
-        stored.extend(
-            components::Entity::find()
-                .filter(components::Column::ManufacturerKey.is_in(keys.iter().map(String::as_str)))
-                .filter(components::Column::SerialNumber.is_in(chunk.iter().copied()))
-                .filter(components::Column::DeletedAt.is_null())
-                .all(db)
-                .await?,
-        );
-    }
+    let stored = components_by_serial(db, candidates.iter().map(|c| c.component)).await?;
     for c in candidates {
         let key = manufacturer_key(&c.component.manufacturer);
         let clash = stored.iter().find(|s| {
@@ -122,7 +111,7 @@ pub(crate) async fn against_store(
 }
 
 /// BMC MACs already used by a live BMC of another component.
-pub(crate) async fn mac_clashes(
+async fn mac_clashes(
     db: &impl ConnectionTrait,
     bmcs: &[(String, &NewBmc, Option<Uuid>)],
 ) -> Result<Vec<FieldError>> {
@@ -171,13 +160,35 @@ pub(crate) async fn ensure_unique(
         return Err(Error::Invalid(repeated));
     }
     let clashes = against_store(db, candidates).await?;
-    if clashes.is_empty() {
+    duplicate_unless_empty("already registered in the inventory", clashes)
+}
+
+/// Fails with a 409 `duplicate` when any of `bmcs` (a component's, listed under `path`) has a
+/// MAC that a live BMC of another component has.
+pub(crate) async fn ensure_macs_free(
+    db: &impl ConnectionTrait,
+    component_id: Uuid,
+    bmcs: &[NewBmc],
+    path: &str,
+) -> Result<()> {
+    let named: Vec<(String, &NewBmc, Option<Uuid>)> = bmcs
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (format!("{path}[{i}].mac_address"), b, Some(component_id)))
+        .collect();
+    let clashes = mac_clashes(db, &named).await?;
+    duplicate_unless_empty("BMC MAC already registered", clashes)
+}
+
+/// A 409 `duplicate` listing `errors`, or `Ok` when there are none.
+fn duplicate_unless_empty(message: &str, errors: Vec<FieldError>) -> Result<()> {
+    if errors.is_empty() {
         Ok(())
     } else {
         Err(Error::Conflict {
             code: "duplicate",
-            message: "already registered in the inventory".into(),
-            errors: clashes,
+            message: message.into(),
+            errors,
         })
     }
 }

@@ -1,15 +1,16 @@
-//! Resolves an operation's targets against the inventory into the devices of each rack.
+//! Target resolution: an operation's targets resolved against the inventory into the driven
+//! devices of each rack (used by task submission, previews and drift).
 
 use std::collections::{BTreeMap, HashSet};
 
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 use uuid::Uuid;
 
+use super::model::{Bmc, BmcType, ComponentType};
+use super::rows::load_bmcs;
 use crate::components::Device;
 use crate::db::entities::{components, racks};
 use crate::error::{Error, FieldError, Result};
-use crate::inventory::model::{BmcType, ComponentType};
-use crate::inventory::rows::load_bmcs;
 use crate::operations::model::{ComponentTarget, RackRef, TargetSpec};
 
 /// Component types that operations drive; the others are inventory only.
@@ -85,11 +86,7 @@ pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<
                     ));
                     continue;
                 };
-                let Some(rack) = racks::Entity::find_by_id(rack_id)
-                    .filter(racks::Column::DeletedAt.is_null())
-                    .one(db)
-                    .await?
-                else {
+                let Some(rack) = super::live::rack_row(db, rack_id).await? else {
                     errors.push(FieldError::new(
                         field,
                         format!("rack {rack_id} of component {} not found", row.id),
@@ -172,7 +169,7 @@ pub async fn devices_of(
 pub(crate) fn device(
     row: components::Model,
     kind: ComponentType,
-    bmcs: &[crate::inventory::model::Bmc],
+    bmcs: &[Bmc],
     rack_name: Option<String>,
 ) -> Device {
     let host = bmcs
