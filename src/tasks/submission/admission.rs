@@ -92,3 +92,96 @@ pub const ACTIVE: [TaskStatus; 3] = [
     TaskStatus::Running,
     TaskStatus::Waiting,
 ];
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+    use crate::inventory::model::ComponentType;
+    use crate::operations::model::Operation;
+    use crate::tasks::model::TaskComponent;
+
+    fn trays(ns: &[u8]) -> Vec<TaskComponent> {
+        ns.iter()
+            .map(|n| TaskComponent {
+                id: Uuid::from_bytes([*n; 16]),
+                kind: ComponentType::Compute,
+            })
+            .collect()
+    }
+
+    fn task(n: u8, status: TaskStatus, on: &[u8]) -> Task {
+        let now = Utc::now();
+        Task {
+            id: Uuid::from_bytes([100 + n; 16]),
+            request_id: Uuid::nil(),
+            operation: Operation::PowerOn,
+            rack_id: Uuid::nil(),
+            components: trays(on),
+            description: None,
+            conflict_strategy: ConflictStrategy::Queue,
+            status,
+            message: String::new(),
+            queue_expires_at: None,
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            finished_at: None,
+            requested_rule_id: None,
+            created_by: None,
+        }
+    }
+
+    fn power(on: &[u8]) -> Footprint {
+        Footprint {
+            task_type: Operation::PowerOn.task_type(),
+            components: trays(on),
+        }
+    }
+
+    #[test]
+    fn a_newcomer_does_not_overtake_a_waiting_task_it_conflicts_with() {
+        // A runs on tray 1; B waits for it on trays 1 and 2.
+        let active = [
+            task(1, TaskStatus::Running, &[1]),
+            task(2, TaskStatus::Waiting, &[1, 2]),
+        ];
+        let queued = admit(&power(&[2]), ConflictStrategy::Queue, &active);
+        assert_eq!(
+            queued.outcome,
+            Outcome::Queue {
+                behind: active[1].id
+            }
+        );
+        let refused = admit(&power(&[2]), ConflictStrategy::Reject, &active);
+        assert_eq!(
+            refused.outcome.refusal().map(|r| r.code),
+            Some(RefusalCode::RackBusy)
+        );
+        let free = admit(&power(&[3]), ConflictStrategy::Queue, &active);
+        assert_eq!(
+            free.outcome,
+            Outcome::Start,
+            "conflicting with nothing, it starts"
+        );
+        assert!(free.blockers.is_empty());
+    }
+
+    #[test]
+    fn a_full_queue_refuses_and_ended_tasks_do_not_count() {
+        let mut active: Vec<Task> = (0..MAX_WAITING_PER_RACK as u8)
+            .map(|n| task(n, TaskStatus::Waiting, &[1]))
+            .collect();
+        let full = admit(&power(&[1]), ConflictStrategy::Queue, &active);
+        assert_eq!(
+            full.outcome.refusal().map(|r| r.code),
+            Some(RefusalCode::QueueFull)
+        );
+        for t in &mut active {
+            t.status = TaskStatus::Succeeded;
+        }
+        let free = admit(&power(&[1]), ConflictStrategy::Queue, &active);
+        assert_eq!(free.outcome, Outcome::Start);
+    }
+}
