@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::inventory::query::text_matches;
 use crate::operations::model::{OperationSpec, RackRef, RackTarget, TargetSpec};
 use crate::tasks::TaskService;
-use crate::tasks::service::engine_error;
+use crate::tasks::engine::engine_error;
 
 /// One rack of a dry run's wave, with what submitting its task now would do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,8 +229,10 @@ impl RolloutService {
                         PlannedRack {
                             rack_id: r.id,
                             rack_name: r.name.clone(),
-                            outcome: p.map_or("reject", |p| p.outcome).to_string(),
-                            reason: p.and_then(|p| p.reason.clone()),
+                            outcome: p.map_or("reject", |p| p.outcome.as_str()).to_string(),
+                            reason: p.and_then(|p| {
+                                p.outcome.refusal().map(|r| r.code.as_str().to_string())
+                            }),
                         }
                     })
                     .collect()

@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use uuid::Uuid;
 
+use crate::error::Error;
 use crate::operations::plan::Plan;
 
 /// What the engine says about a task's run.
@@ -28,6 +29,17 @@ pub enum EngineError {
     AlreadyStarted,
     #[error("workflow engine error: {0}")]
     Other(String),
+}
+
+/// The service error of an engine failure: unavailable is a 503 the caller may retry.
+pub fn engine_error(e: EngineError) -> Error {
+    match e {
+        EngineError::Unavailable(message) => Error::Unavailable {
+            service: "temporal",
+            message,
+        },
+        other => Error::Internal(other.to_string()),
+    }
 }
 
 /// Starts and steers the durable run of each task (workflow id = task id).

@@ -156,6 +156,21 @@ impl Task {
     }
 }
 
+/// One device's step progress, as a run reports it: the only way step rows change
+/// (`lifecycle` writes it; a step already finished is left alone).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepUpdate {
+    pub task_id: Uuid,
+    pub stage: u32,
+    pub component_id: Uuid,
+    pub status: StepStatus,
+    /// The attempt that reports (0 when the workflow reports for a step that never answered).
+    pub attempts: u32,
+    pub error: Option<String>,
+    /// The line added to the step's event list.
+    pub event: String,
+}
+
 /// Status of one component's step in a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -7,7 +7,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::model::{StepEvent, StepRecord, StepStatus};
+use super::model::{StepEvent, StepRecord, StepStatus, StepUpdate};
 use super::store::{MAX_MESSAGE, clip, corrupt};
 use crate::db::entities::{task_steps, tasks};
 use crate::error::{Error, Result};
@@ -15,7 +15,7 @@ use crate::inventory::model::ComponentType;
 use crate::operations::plan::Plan;
 
 /// Records the plan a dispatched task runs and creates a pending step per device and stage.
-pub async fn record_plan(
+pub(in crate::tasks) async fn record_plan(
     db: &impl ConnectionTrait,
     id: Uuid,
     plan: &Plan,
@@ -66,18 +66,20 @@ pub async fn record_plan(
 
 /// Writes one component's step progress. Steps already finished are left alone, so a retried
 /// activity or a late writer cannot undo a final result.
-#[allow(clippy::too_many_arguments)]
-pub async fn update_step(
+pub(in crate::tasks) async fn update_step(
     db: &impl ConnectionTrait,
-    task_id: Uuid,
-    stage: u32,
-    component_id: Uuid,
-    status: StepStatus,
-    attempts: u32,
-    error: Option<&str>,
-    event: &str,
+    update: &StepUpdate,
     now: DateTime<Utc>,
 ) -> Result<()> {
+    let StepUpdate {
+        task_id,
+        stage,
+        component_id,
+        status,
+        attempts,
+        ref error,
+        ref event,
+    } = *update;
     let Some(row) = task_steps::Entity::find()
         .filter(task_steps::Column::TaskId.eq(task_id))
         .filter(task_steps::Column::Stage.eq(stage as i32))
@@ -104,7 +106,7 @@ pub async fn update_step(
     let mut am: task_steps::ActiveModel = row.clone().into();
     am.status = Set(status.as_str().to_string());
     am.attempts = Set(attempts as i32);
-    am.error = Set(error.map(clip));
+    am.error = Set(error.as_deref().map(clip));
     am.events = Set(serde_json::to_value(&events).map_err(|e| Error::Internal(e.to_string()))?);
     if row.started_at.is_none() && status != StepStatus::Pending {
         am.started_at = Set(Some(now));
@@ -121,7 +123,7 @@ pub async fn update_step(
 }
 
 /// Marks every unfinished step of a task cancelled (the task was cancelled or failed early).
-pub async fn close_open_steps(
+pub(in crate::tasks) async fn close_open_steps(
     db: &impl ConnectionTrait,
     task_id: Uuid,
     status: StepStatus,

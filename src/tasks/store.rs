@@ -1,5 +1,6 @@
 //! Task storage: rows and compare-and-set status changes; step records are in `steps`, the
-//! task list in `list`.
+//! task list in `list`. The writers are visible inside `tasks` only and called from `lifecycle`
+//! alone, the one writer of task state.
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
@@ -60,7 +61,7 @@ pub(crate) fn task_from_row(row: tasks::Model) -> Result<Task> {
 }
 
 /// Inserts a new task row.
-pub async fn insert(db: &impl ConnectionTrait, task: &Task) -> Result<()> {
+pub(in crate::tasks) async fn insert(db: &impl ConnectionTrait, task: &Task) -> Result<()> {
     let row =
         tasks::ActiveModel {
             id: Set(task.id),
@@ -103,7 +104,10 @@ pub async fn insert(db: &impl ConnectionTrait, task: &Task) -> Result<()> {
 
 /// Deletes tasks whose run never started (still pending or waiting), with their steps: a
 /// submission that could not start its runs leaves nothing behind.
-pub async fn discard_unstarted(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<()> {
+pub(in crate::tasks) async fn discard_unstarted(
+    db: &impl ConnectionTrait,
+    ids: &[Uuid],
+) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -207,7 +211,7 @@ pub async fn lock_rack(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<()> {
 /// Moves a task to `to` if it is in one of `from`: the only way statuses change, so concurrent
 /// writers (workflow, cancel, reconciler on another process) can never move a task backwards.
 /// Returns whether this call made the change.
-pub async fn transition(
+pub(in crate::tasks) async fn transition(
     db: &impl ConnectionTrait,
     id: Uuid,
     from: &[TaskStatus],
@@ -242,7 +246,7 @@ pub async fn transition(
 }
 
 /// Records the workflow run a dispatched task runs as.
-pub async fn record_run(
+pub(in crate::tasks) async fn record_run(
     db: &impl ConnectionTrait,
     id: Uuid,
     run_id: &str,
@@ -279,7 +283,8 @@ pub async fn last_change(
 }
 
 pub use super::list::{TaskFilter, list};
-pub use super::steps::{close_open_steps, record_plan, steps, update_step};
+pub use super::steps::steps;
+pub(in crate::tasks) use super::steps::{close_open_steps, record_plan, update_step};
 
 /// How many tasks are in each of `statuses` right now (statuses with none are left out).
 pub async fn count_by_status(

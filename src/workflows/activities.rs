@@ -17,7 +17,7 @@ use crate::components::{Device, FirmwareRequest};
 use crate::error::Error;
 use crate::rules::model::Action;
 use crate::tasks::model::{StepStatus, TaskStatus};
-use crate::tasks::{TaskService, store};
+use crate::tasks::{StepUpdate, TaskService};
 
 /// One device's step of one stage.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -130,19 +130,18 @@ impl RackActivities {
             labels.join(", "),
             input.device.name
         );
-        store::update_step(
-            db,
-            task,
-            stage,
-            component,
-            StepStatus::Running,
-            attempt,
-            None,
-            &start_note,
-            self.clock.now(),
-        )
-        .await
-        .map_err(activity_error)?;
+        self.tasks
+            .record_step(&StepUpdate {
+                task_id: task,
+                stage,
+                component_id: component,
+                status: StepStatus::Running,
+                attempts: attempt,
+                error: None,
+                event: start_note,
+            })
+            .await
+            .map_err(activity_error)?;
         let progress = Heartbeat(&ctx, std::sync::Mutex::new(None));
         let result = {
             let work = steps::run_all(
@@ -188,71 +187,67 @@ impl RackActivities {
         }
         match result {
             Ok(detail) => {
-                store::update_step(
-                    db,
-                    task,
-                    stage,
-                    component,
-                    StepStatus::Succeeded,
-                    attempt,
-                    None,
-                    &detail,
-                    now,
-                )
-                .await
-                .map_err(activity_error)?;
+                self.tasks
+                    .record_step(&StepUpdate {
+                        task_id: task,
+                        stage,
+                        component_id: component,
+                        status: StepStatus::Succeeded,
+                        attempts: attempt,
+                        error: None,
+                        event: detail,
+                    })
+                    .await
+                    .map_err(activity_error)?;
                 Ok(outcome(None))
             }
             Err(StepFailure::Cancelled) => {
-                store::update_step(
-                    db,
-                    task,
-                    stage,
-                    component,
-                    StepStatus::Cancelled,
-                    attempt,
-                    None,
-                    "cancelled",
-                    now,
-                )
-                .await
-                .map_err(activity_error)?;
+                self.tasks
+                    .record_step(&StepUpdate {
+                        task_id: task,
+                        stage,
+                        component_id: component,
+                        status: StepStatus::Cancelled,
+                        attempts: attempt,
+                        error: None,
+                        event: "cancelled".to_string(),
+                    })
+                    .await
+                    .map_err(activity_error)?;
                 Err(ActivityError::cancelled())
             }
             Err(failure) if failure.is_retryable() && attempt < input.max_attempts => {
                 let note = format!("attempt {attempt} failed: {failure}; will retry");
-                store::update_step(
-                    db,
-                    task,
-                    stage,
-                    component,
-                    StepStatus::Running,
-                    attempt,
-                    Some(&failure.to_string()),
-                    &note,
-                    now,
-                )
-                .await
-                .map_err(activity_error)?;
+                self.tasks
+                    .record_step(&StepUpdate {
+                        task_id: task,
+                        stage,
+                        component_id: component,
+                        status: StepStatus::Running,
+                        attempts: attempt,
+                        error: Some(failure.to_string()),
+                        event: note,
+                    })
+                    .await
+                    .map_err(activity_error)?;
                 Err(ActivityError::application(ApplicationFailure::new(
                     failure.to_string(),
                 )))
             }
             Err(failure) => {
                 let error = failure.to_string();
-                store::update_step(
-                    db,
-                    task,
-                    stage,
-                    component,
-                    StepStatus::Failed,
-                    attempt,
-                    Some(&error),
-                    &format!("failed: {error}"),
-                    now,
-                )
-                .await
-                .map_err(activity_error)?;
+                self.tasks
+                    .record_step(&StepUpdate {
+                        task_id: task,
+                        stage,
+                        component_id: component,
+                        status: StepStatus::Failed,
+                        attempts: attempt,
+                        error: Some(error.clone()),
+                        event: format!("failed: {error}"),
+                    })
+                    .await
+                    .map_err(activity_error)?;
                 Ok(outcome(Some(error)))
             }
         }
@@ -265,21 +260,19 @@ impl RackActivities {
         _ctx: ActivityContext,
         input: StepFailedInput,
     ) -> Result<(), ActivityError> {
-        let now = self.clock.now();
         let note = format!("failed: {}", input.error);
-        store::update_step(
-            self.tasks.db(),
-            input.task_id,
-            input.stage,
-            input.component_id,
-            StepStatus::Failed,
-            0,
-            Some(&input.error),
-            &note,
-            now,
-        )
-        .await
-        .map_err(activity_error)
+        self.tasks
+            .record_step(&StepUpdate {
+                task_id: input.task_id,
+                stage: input.stage,
+                component_id: input.component_id,
+                status: StepStatus::Failed,
+                attempts: 0,
+                error: Some(input.error.clone()),
+                event: note,
+            })
+            .await
+            .map_err(activity_error)
     }
 
     /// Writes the task's final status and lets queued tasks on the rack go.

@@ -19,6 +19,7 @@ mod faults;
 mod migrations;
 mod observability;
 mod operations;
+mod queue;
 mod redfish;
 mod rollouts;
 mod rules;

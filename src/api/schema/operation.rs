@@ -13,7 +13,7 @@ use crate::operations::model::{
     ComponentTarget, ConflictStrategy, DEFAULT_QUEUE_TIMEOUT_SECS, Operation, OperationSpec,
     RackRef, RackTarget, TargetSpec,
 };
-use crate::tasks::service::Submission;
+use crate::tasks::submission::Submission;
 
 /// Which components an operation touches: either whole racks (optionally only some component
 /// types) or single components. Exactly one of `racks` and `components`.
@@ -52,7 +52,9 @@ pub struct ExternalRefDoc {
     pub id: String,
 }
 
-/// `reject` (default) refuses a rack busy with a conflicting task; `queue` waits for it.
+/// `reject` (default) refuses a rack busy with a conflicting task; `queue` waits for it. Waiting
+/// tasks count: a request that conflicts with one queues behind it (or is refused) rather than
+/// overtaking it, and waiting tasks start in arrival order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ConflictStrategyDoc {
@@ -392,7 +394,7 @@ impl From<Submission> for SubmissionDoc {
                 .map(|r| RejectionDoc {
                     rack_id: r.rack_id,
                     rack_name: r.rack_name,
-                    code: r.code,
+                    code: r.code.as_str().into(),
                     reason: r.reason,
                 })
                 .collect(),

@@ -10,7 +10,7 @@ use super::common::ComponentTypeDoc;
 use crate::rules::associations::Association;
 use crate::rules::model::{AppliedRule, Rule, RuleSource};
 use crate::rules::store::RuleVersion;
-use crate::tasks::preview::RackPreview;
+use crate::tasks::submission::RackPreview;
 
 /// One action of a stage. Which other keys apply depends on `action`:
 /// `power_control` (`operation`: power_on, force_power_on, power_off, force_power_off, restart,
@@ -325,8 +325,8 @@ impl From<RackPreview> for RackPlanDoc {
         Self {
             rack_id: p.rack_id,
             rack_name: p.rack_name,
-            outcome: p.outcome.into(),
-            reason: p.reason,
+            reason: p.outcome.refusal().map(|r| r.code.as_str().into()),
+            outcome: p.outcome.as_str().into(),
             unsupported: p.unsupported,
             conflicts: p
                 .conflicts

@@ -10,7 +10,7 @@ use crate::rules::model::Action;
 
 /// One line per stage, component type and action the managers cannot serve; empty when the
 /// plan can run.
-pub fn gaps(plan: &Plan, registry: &Registry) -> Vec<String> {
+pub(super) fn gaps(plan: &Plan, registry: &Registry) -> Vec<String> {
     let mut out = Vec::new();
     for stage in &plan.stages {
         let kinds: BTreeSet<ComponentType> = stage.devices.iter().map(|d| d.kind).collect();

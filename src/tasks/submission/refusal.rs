@@ -1,6 +1,6 @@
 //! The answer to a submission that created no task: the reason every targeted rack shares.
 
-use super::service::Rejection;
+use super::{RefusalCode, Rejection};
 use crate::error::{Error, FieldError};
 
 /// The error of a submission that created no task: what every refused rack has in common.
@@ -10,20 +10,20 @@ pub(super) fn refusal(rejected: &[Rejection]) -> Error {
         .map(|r| FieldError::new(format!("racks.{}", r.rack_name), r.reason.clone()))
         .collect();
     let message = "no task was created: every targeted rack was refused".to_string();
-    let all = |codes: &[&str]| rejected.iter().all(|r| codes.contains(&r.code.as_str()));
-    if all(&["no_components"]) {
+    let all = |codes: &[RefusalCode]| rejected.iter().all(|r| codes.contains(&r.code));
+    if all(&[RefusalCode::NoComponents]) {
         Error::Unprocessable {
             code: "no_components",
             message,
             errors,
         }
-    } else if all(&["no_components", "unsupported"]) {
+    } else if all(&[RefusalCode::NoComponents, RefusalCode::Unsupported]) {
         Error::Unprocessable {
             code: "unsupported",
             message,
             errors,
         }
-    } else if all(&["queue_full"]) {
+    } else if all(&[RefusalCode::QueueFull]) {
         // Every rack refused because its queue is full: say so, a later retry may fit.
         Error::Conflict {
             code: "queue_full",

@@ -5,7 +5,7 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
-use super::service::Submission;
+use super::Submission;
 use crate::db::entities::operation_requests;
 use crate::error::{Error, Result};
 

@@ -1,0 +1,91 @@
+//! Reconciliation with the workflow engine: tasks whose run ended (or never started) while
+//! the row says otherwise are set straight, and queues are moved; one process at a time.
+
+use std::collections::HashSet;
+
+use chrono::Duration;
+use uuid::Uuid;
+
+use crate::error::Result;
+use crate::tasks::engine::{RunState, engine_error};
+use crate::tasks::model::TaskStatus;
+use crate::db::lease;
+use crate::tasks::{TaskService, store};
+
+/// The lease the reconciler runs under, one process at a time.
+const RECONCILER_LEASE: &str = "task-reconciler";
+
+impl TaskService {
+    /// One reconciliation pass, if this process holds the reconciler lease: tasks whose run has
+    /// ended (or never started) while the row still says otherwise are set straight, and queues
+    /// are moved. Returns how many tasks it corrected.
+    pub async fn reconcile(&self, holder: &str, stale_after: std::time::Duration) -> Result<usize> {
+        let now = self.clock.now();
+        if !lease::acquire(
+            &self.db,
+            RECONCILER_LEASE,
+            holder,
+            Duration::seconds(60),
+            now,
+        )
+        .await?
+        {
+            return Ok(0);
+        }
+        let mut fixed = 0;
+        let stale = now - Duration::from_std(stale_after).unwrap_or_else(|_| Duration::seconds(60));
+        for task in
+            store::with_status(&self.db, &[TaskStatus::Pending, TaskStatus::Running], 500).await?
+        {
+            let state = self.engine.state(task.id).await.map_err(engine_error)?;
+            let outcome = match state {
+                Some(RunState::Running) => None,
+                Some(RunState::Completed) => Some((
+                    TaskStatus::Succeeded,
+                    "succeeded (reconciled: the run completed)",
+                )),
+                Some(RunState::Failed) => {
+                    Some((TaskStatus::Failed, "failed (reconciled: the run failed)"))
+                }
+                Some(RunState::TimedOut) => {
+                    Some((TaskStatus::Failed, "failed (reconciled: the run timed out)"))
+                }
+                Some(RunState::Terminated) => Some((
+                    TaskStatus::Failed,
+                    "failed (reconciled: the run was terminated)",
+                )),
+                Some(RunState::Cancelled) => {
+                    Some((TaskStatus::Cancelled, "cancelled (reconciled)"))
+                }
+                None if task.updated_at < stale && task.status == TaskStatus::Pending => {
+                    // Created, but the process died before the run started: start it now.
+                    self.dispatch(&task).await?;
+                    fixed += 1;
+                    None
+                }
+                None if task.updated_at < stale => {
+                    Some((TaskStatus::Failed, "failed (reconciled: no run exists)"))
+                }
+                None => None,
+            };
+            if let Some((status, message)) = outcome {
+                self.finish(task.id, status, message).await?;
+                fixed += 1;
+            }
+        }
+        let racks: HashSet<Uuid> = store::with_status(&self.db, &[TaskStatus::Waiting], 1000)
+            .await?
+            .into_iter()
+            .map(|t| t.rack_id)
+            .collect();
+        for rack in racks {
+            self.promote(rack).await?;
+        }
+        Ok(fixed)
+    }
+
+    /// Gives up the reconciler lease (on shutdown).
+    pub async fn release(&self, holder: &str) -> Result<()> {
+        lease::release(&self.db, RECONCILER_LEASE, holder).await
+    }
+}

@@ -1,0 +1,212 @@
+//! Submitting work, along the path: validate → check the requested rule → resolve the targets →
+//! decide each rack with the one planner (rule, plan, capability, admission under the rack's
+//! lock) → create the tasks and start the runs of those that start at once (both through
+//! `lifecycle`, the one writer). The dry run (`preview`) is the same planner without the writes;
+//! `idempotency` makes a retried request return the first answer.
+//!
+//! A task that starts at once runs the plan decided here; a queued one is planned again when it
+//! is promoted (see `planner`).
+
+mod admission;
+mod capability;
+mod idempotency;
+pub mod planner;
+pub mod preview;
+mod refusal;
+mod withdraw;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use self::admission::ACTIVE;
+use crate::error::Result;
+use crate::operations::model::OperationSpec;
+use crate::operations::plan::Plan;
+use crate::tasks::engine::{EngineError, engine_error};
+use crate::tasks::model::{Task, TaskComponent, TaskStatus};
+use crate::inventory::targets::{self as resolve, RackWork};
+use crate::tasks::{TaskService, store};
+
+pub use admission::Outcome;
+pub use planner::{Blocker, Decision, Refusal, RefusalCode};
+pub use preview::RackPreview;
+
+/// Why one rack got no task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejection {
+    pub rack_id: Uuid,
+    pub rack_name: String,
+    pub code: RefusalCode,
+    pub reason: String,
+}
+
+/// What a submission created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submission {
+    pub request_id: Uuid,
+    pub task_ids: Vec<Uuid>,
+    pub rejected: Vec<Rejection>,
+}
+
+/// A task this request created, with the plan it starts with (`None` for a queued one).
+pub(super) struct Created {
+    pub task: Task,
+    pub rack_name: String,
+    pub plan: Option<Plan>,
+}
+
+/// How many task runs one submission starts at a time.
+const DISPATCH_CONCURRENCY: usize = 16;
+
+impl TaskService {
+    /// Turns one operation request into one task per targeted rack and starts their runs.
+    /// With an idempotency key, a repeated request returns the first one's answer.
+    #[tracing::instrument(name = "submit", skip_all, fields(operation = spec.operation.code()))]
+    pub async fn submit(
+        &self,
+        spec: &OperationSpec,
+        idempotency_key: Option<&str>,
+    ) -> Result<Submission> {
+        preview::check(&self.db, spec).await?;
+        let fingerprint = serde_json::to_string(spec)
+            .map_err(|e| crate::error::Error::Internal(e.to_string()))?;
+        let request_id = Uuid::now_v7();
+        if let Some(key) = idempotency_key
+            && let Some(previous) =
+                idempotency::claim(&self.db, key, &fingerprint, request_id, self.clock.now())
+                    .await?
+        {
+            return Ok(previous);
+        }
+        let outcome = self.submit_new(spec, request_id).await;
+        if let Some(key) = idempotency_key {
+            match &outcome {
+                Ok(submission) => idempotency::complete(&self.db, key, submission).await?,
+                // A request that created nothing may be retried with the same key.
+                Err(_) => idempotency::forget(&self.db, key).await?,
+            }
+        }
+        outcome
+    }
+
+    async fn submit_new(&self, spec: &OperationSpec, request_id: Uuid) -> Result<Submission> {
+        let work = resolve::resolve(&self.db, &spec.targets).await?;
+        // Refuse before writing anything when the engine is known to be down: a task that
+        // cannot start must never be created (and answered 202). Bad targets still hear 4xx.
+        if !self.engine.available() {
+            return Err(engine_error(EngineError::Unavailable(
+                "the workflow engine is not connected".into(),
+            )));
+        }
+        let mut submission = Submission {
+            request_id,
+            task_ids: Vec::new(),
+            rejected: Vec::new(),
+        };
+        let mut created = Vec::new();
+        for rack in work {
+            match self.create_task(spec, request_id, &rack).await? {
+                Ok(new) => {
+                    submission.task_ids.push(new.task.id);
+                    created.push(new);
+                }
+                Err(rejection) => submission.rejected.push(rejection),
+            }
+        }
+        // Racks are independent: start their runs side by side, so a request for a hundred
+        // racks does not wait for a hundred sequential workflow starts.
+        let mut starts = Vec::new();
+        for new in &created {
+            if let Some(plan) = &new.plan {
+                let task = &new.task;
+                starts.push(async move { (task, self.start_run(task, plan).await) });
+            }
+        }
+        let outcomes: Vec<_> = futures::stream::iter(starts)
+            .buffer_unordered(DISPATCH_CONCURRENCY)
+            .collect()
+            .await;
+        let mut unreachable = Vec::new();
+        for (task, outcome) in outcomes {
+            match outcome? {
+                Ok(()) => {}
+                Err(EngineError::Unavailable(e)) => unreachable.push((task.id, e)),
+                Err(e) => self.fail_start(task, &e).await?,
+            }
+        }
+        if !unreachable.is_empty() {
+            self.withdraw(&mut submission, &created, &unreachable)
+                .await?;
+        }
+        if submission.task_ids.is_empty() {
+            return Err(refusal::refusal(&submission.rejected));
+        }
+        Ok(submission)
+    }
+
+    /// Decides one rack under its lock and, unless refused, creates its task in the same
+    /// transaction, so two submissions cannot both pass the conflict check.
+    async fn create_task(
+        &self,
+        spec: &OperationSpec,
+        request_id: Uuid,
+        rack: &RackWork,
+    ) -> Result<std::result::Result<Created, Rejection>> {
+        let rule = planner::rule_for(&self.db, spec, rack).await?;
+        let txn = crate::db::begin_write(&self.db).await?;
+        store::lock_rack(&txn, rack.rack_id).await?;
+        let active = store::on_rack(&txn, rack.rack_id, &ACTIVE).await?;
+        let decision =
+            planner::decide(spec, rack, rule.as_ref(), self.managers.as_deref(), &active);
+        let now = self.clock.now();
+        let (status, message, expires) = match decision.outcome {
+            Outcome::Start => (TaskStatus::Pending, "pending".to_string(), None),
+            Outcome::Reject(refusal) => {
+                return Ok(Err(Rejection {
+                    rack_id: rack.rack_id,
+                    rack_name: rack.rack_name.clone(),
+                    code: refusal.code,
+                    reason: refusal.reason,
+                }));
+            }
+            Outcome::Queue { behind } => {
+                let expires = now + chrono::Duration::seconds(spec.queue_timeout_secs as i64);
+                let message = format!("queued behind task {behind}");
+                (TaskStatus::Waiting, message, Some(expires))
+            }
+        };
+        let task = Task {
+            id: Uuid::now_v7(),
+            request_id,
+            operation: spec.operation.clone(),
+            rack_id: rack.rack_id,
+            components: TaskComponent::of(&rack.devices),
+            description: spec.description.clone(),
+            conflict_strategy: spec.conflict_strategy,
+            status,
+            message,
+            queue_expires_at: expires,
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            finished_at: None,
+            requested_rule_id: spec.rule_id,
+            created_by: Some(crate::auth::audit_actor()),
+        };
+        self.record_created(&txn, &task).await?;
+        txn.commit().await?;
+        // Only a task that starts now keeps its plan: a queued one is planned when promoted.
+        let plan = decision.plan.filter(|_| status == TaskStatus::Pending);
+        Ok(Ok(Created {
+            task,
+            rack_name: rack.rack_name.clone(),
+            plan,
+        }))
+    }
+
+    /// What submitting `spec` would do on each rack, without doing it.
+    pub async fn preview(&self, spec: &OperationSpec) -> Result<Vec<RackPreview>> {
+        preview::preview(&self.db, spec, self.managers.as_deref()).await
+    }
+}

@@ -1,0 +1,99 @@
+//! The fair queue: a task waiting for a rack is not overtaken by a later submission that would
+//! conflict with it (that one queues behind it, or is refused with `reject`), one that
+//! conflicts with nothing still starts, and waiting tasks start in arrival order.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::ops_on_both_backends;
+use crate::support::fixtures::gb200_rack;
+use crate::support::ops::{Ops, OpsBuilder};
+
+ops_on_both_backends!(
+    a_waiting_task_is_not_overtaken_by_a_later_conflicting_submission: |b: OpsBuilder| b.sim(|s| {
+        // Tray 0 answers slowly: whatever touches it stays running until cancelled.
+        s.slow_serials.insert("SN-0001-compute-00".into());
+        s.slow_latency = Duration::from_secs(60);
+    }),
+);
+
+/// A body targeting these components, queueing or not.
+fn on(ids: &[&str], strategy: &str) -> Value {
+    let components: Vec<Value> = ids.iter().map(|id| json!({"id": id})).collect();
+    json!({"target_spec": {"components": components}, "conflict_strategy": strategy})
+}
+
+fn task_id(r: &crate::support::TestResponse) -> String {
+    assert_eq!(r.status, 202, "{}", r.text);
+    r.body["task_ids"][0].as_str().unwrap().to_string()
+}
+
+async fn a_waiting_task_is_not_overtaken_by_a_later_conflicting_submission(ops: Ops) {
+    let rack = ops.app.create_rack(&gb200_rack(1, 3)).await;
+    let tray = |name: &str| -> String {
+        rack["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {rack}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (t0, t1, t2) = (
+        tray("r0001-gpu00"),
+        tray("r0001-gpu01"),
+        tray("r0001-gpu02"),
+    );
+
+    // A runs on tray 0; B (trays 0 and 1) waits for it.
+    let a = task_id(&ops.operate("power-on", &on(&[&t0], "reject")).await);
+    ops.wait_task(&a, |t| t["status"] == "running").await;
+    let b = task_id(&ops.operate("power-off", &on(&[&t0, &t1], "queue")).await);
+    let waiting = ops.app.get(&format!("/v1/tasks/{b}")).await.body;
+    assert_eq!(waiting["status"], "waiting", "{waiting}");
+
+    // C (tray 1) conflicts with nothing running, only with the waiting B: the dry run and the
+    // submission both queue it behind B instead of letting it overtake.
+    let plan = ops
+        .app
+        .post(
+            "/v1/operations/power-off?dry_run=true",
+            &on(&[&t1], "queue"),
+        )
+        .await;
+    assert_eq!(plan.status, 200, "{}", plan.text);
+    let planned = &plan.body["racks"][0];
+    assert_eq!(planned["outcome"], "queue", "{planned}");
+    assert_eq!(planned["conflicts"][0]["task_id"], b.as_str(), "{planned}");
+    assert_eq!(planned["conflicts"][0]["status"], "waiting", "{planned}");
+    let c = task_id(&ops.operate("power-off", &on(&[&t1], "queue")).await);
+    let queued = ops.app.get(&format!("/v1/tasks/{c}")).await.body;
+    assert_eq!(queued["status"], "waiting", "{queued}");
+    assert!(
+        queued["message"].as_str().unwrap().contains(&b),
+        "queued behind B: {queued}"
+    );
+    // With `reject`, the same request is refused as busy, naming B.
+    let refused = ops.operate("power-off", &on(&[&t1], "reject")).await;
+    refused.assert_problem(409, "rack_busy");
+    assert!(refused.text.contains(&b), "{}", refused.text);
+
+    // D (tray 2) conflicts with nothing: it starts at once and runs to the end.
+    let d = task_id(&ops.operate("power-off", &on(&[&t2], "queue")).await);
+    assert_eq!(ops.wait_end(&d).await["status"], "succeeded");
+
+    // A ends: B starts (first come, first served); C still waits, behind B.
+    ops.app.post_empty(&format!("/v1/tasks/{a}/cancel")).await;
+    ops.wait_task(&b, |t| t["status"] != "waiting").await;
+    let still = ops.app.get(&format!("/v1/tasks/{c}")).await.body;
+    assert_eq!(still["status"], "waiting", "{still}");
+
+    // B ends: now C starts and runs.
+    ops.app.post_empty(&format!("/v1/tasks/{b}/cancel")).await;
+    assert_eq!(ops.wait_end(&c).await["status"], "succeeded");
+    assert_eq!(ops.wait_end(&a).await["status"], "cancelled");
+    assert_eq!(ops.wait_end(&b).await["status"], "cancelled");
+}
