@@ -6,9 +6,14 @@ racks through the API, finds one in the console, pages through the list, runs a 
 its preview and watches it finish live, sees a drift diff. Any browser console error fails the
 test. Screenshots of every page at 1280 and 390 px go to target/ui-shots/.
 
+A second server requires API tokens (`FLOW_AUTH=token`, tokens made with `flow token create`):
+an operator signs in, follows a rollout's waves live and approves it past its canary; a viewer
+is offered no action.
+
 Run by scripts/test; alone: target/tools/venv/bin/pytest -q tests/ui
 """
 
+import contextlib
 import json
 import re
 import os
@@ -35,11 +40,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def call(base, method, path, body=None):
+def call(base, method, path, body=None, token=None):
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(base + path, data=data, method=method)
     if data is not None:
         req.add_header("content-type", "application/json")
+    if token is not None:
+        req.add_header("authorization", f"Bearer {token}")
     with urllib.request.urlopen(req, timeout=10) as r:
         text = r.read().decode()
         return json.loads(text) if text else None
@@ -79,8 +86,9 @@ def rack_body(n):
     }
 
 
-@pytest.fixture(scope="module")
-def flow():
+@contextlib.contextmanager
+def serve(auth):
+    """A `flow serve` of its own; yields (base URL, environment of its database)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     binary = os.environ.get("FLOW_BIN", str(ROOT / "target" / "debug" / "flow"))
@@ -97,7 +105,7 @@ def flow():
         FLOW_COMPONENT_MANAGERS="compute=sim,nvswitch=sim,powershelf=sim",
         FLOW_SIM_LATENCY_MS="150",
         FLOW_DRIFT_SYNC_INTERVAL_SECS="1",
-        FLOW_AUTH="none",
+        FLOW_AUTH=auth,
         FLOW_LOG="warn",
     )
     log = open(Path(work) / "flow.log", "w")
@@ -113,7 +121,7 @@ def flow():
 
     try:
         poll("flow serve to answer", healthy, timeout=60)
-        yield base
+        yield base, env
     finally:
         proc.terminate()
         try:
@@ -122,6 +130,29 @@ def flow():
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def flow():
+    with serve("none") as (base, _):
+        yield base
+
+
+def create_token(env, name, role):
+    """`flow token create` straight on the server's database; the secret is its last line."""
+    binary = os.environ.get("FLOW_BIN", str(ROOT / "target" / "debug" / "flow"))
+    env = {k: v for k, v in env.items() if k != "FLOW_TOKEN"}
+    out = subprocess.run([binary, "token", "create", "--name", name, "--role", role], env=env,
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    return out.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def secured():
+    """A server requiring API tokens, and a token per role: (base, {role: secret})."""
+    with serve("token") as (base, env):
+        tokens = {role: create_token(env, f"ui-{role}", role) for role in ["admin", "operator", "viewer"]}
+        yield base, tokens
 
 
 @pytest.fixture(scope="module")
@@ -262,4 +293,87 @@ def test_every_page_is_usable_at_phone_width(flow, browser):
     page.get_by_role("button", name="Preview the plan").click()
     expect(page.locator("h1")).to_have_text("Plan: power_off")
     c.shot("plan")
+    c.close()
+
+
+def sign_in(c, base, token, wrong_first=False):
+    """Signs in from the form a console page sends the browser to, with the keyboard."""
+    page = c.page
+    page.goto(f"{base}/ui/rollouts")
+    expect(page).to_have_url(re.compile(r"/ui/login\?next=%2Fui%2Frollouts$"))
+    expect(page.locator("h1")).to_have_text("Sign in")
+    field = page.get_by_label("API token or identity-provider token (JWT)")
+    expect(field).to_be_focused()
+    if wrong_first:
+        field.fill("flow_not-a-token")
+        # The failed attempt is an expected 401 of the document; nothing else may be logged.
+        before = list(c.errors)
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("alert")).to_contain_text("invalid token")
+        assert all("401" in e for e in c.errors[len(before):]), c.errors
+        c.errors = before
+        c.shot("login")
+        field = page.get_by_label("API token or identity-provider token (JWT)")
+    field.fill(token)
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{base}/ui/rollouts")
+
+
+def test_an_operator_signs_in_and_approves_a_rollout_live_a_viewer_only_watches(secured, browser):
+    base, tokens = secured
+    admin = tokens["admin"]
+    for n in (11, 12):
+        call(base, "POST", "/v1/expected-racks", rack_body(n), token=admin)
+    rollout = call(base, "POST", "/v1/rollouts", {
+        "name": "power-on hall 2",
+        "operation": {"kind": "power_on"},
+        "target_spec": {"racks": [{"name": "ui-rack-11"}, {"name": "ui-rack-12"}],
+                        "component_types": ["compute"]},
+        "strategy": {"canary": 1, "batch_size": 1, "approval_after_canary": True},
+    }, token=admin)
+
+    c = Console(browser, "wide")
+    page = c.page
+    sign_in(c, base, tokens["operator"], wrong_first=True)
+    expect(page.locator("header .who")).to_contain_text("token:ui-operator")
+    expect(page.locator("header .who")).to_contain_text("operator")
+    page.get_by_role("link", name="power-on hall 2").click()
+    expect(page.locator("h1")).to_have_text("Rollout power-on hall 2")
+    # The canary runs and the gate closes, followed live: the page never reloads.
+    page.evaluate("window.__stayed = true")
+    status = page.locator("#rollout-live dd[data-status]")
+    expect(status).to_have_attribute("data-status", "awaiting_approval", timeout=90_000)
+    expect(page.locator("#rollout-live")).to_contain_text("Wave 1 (canary)")
+    c.shot("rollout")
+    page.get_by_role("button", name="Approve the waves after the canary").click()
+    expect(page).to_have_url(f"{base}/ui/rollouts/{rollout['id']}")
+    page.evaluate("window.__stayed = true")
+    expect(status).to_have_attribute("data-status", "succeeded", timeout=90_000)
+    assert page.evaluate("window.__stayed === true"), "the page reloaded instead of updating live"
+    expect(page.get_by_role("button", name="Pause")).to_have_count(0)
+    c.shot("rollout-done")
+    page.goto(f"{base}/ui/rollouts")
+    expect(page.locator("tbody tr")).to_have_count(1)
+    c.shot("rollouts")
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(f"{base}/ui/login")
+    page.goto(f"{base}/ui/racks")
+    expect(page).to_have_url(re.compile(r"/ui/login\?next="))
+    c.close()
+
+    # A viewer sees everything and is offered nothing to run or steer.
+    c = Console(browser, "narrow")
+    page = c.page
+    sign_in(c, base, tokens["viewer"])
+    c.shot("rollouts")
+    page.get_by_role("link", name="power-on hall 2").click()
+    expect(page.locator("#rollout-live")).to_contain_text("Wave 2")
+    expect(page.get_by_role("button", name="Pause")).to_have_count(0)
+    c.shot("rollout")
+    page.goto(f"{base}/ui/racks")
+    expect(page.locator("tbody tr")).to_have_count(2)
+    expect(page.get_by_role("button", name="Run an operation on the selected racks")).to_have_count(0)
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.locator("h1")).to_have_text("Sign in")
+    c.shot("login")
     c.close()
