@@ -81,10 +81,14 @@ pub fn set(token: &str, secure: bool) -> Option<HeaderValue> {
     HeaderValue::from_str(&format!("{COOKIE}={token}; {}", attributes(secure))).ok()
 }
 
-/// `Set-Cookie` forgetting the session.
+/// `Set-Cookie` forgetting the session (spelled out: `from_static` needs a literal, and a
+/// unit test keeps it in step with [`COOKIE`] and [`attributes`]).
 pub fn clear(secure: bool) -> HeaderValue {
-    HeaderValue::from_str(&format!("{COOKIE}=; Max-Age=0; {}", attributes(secure)))
-        .expect("a constant cookie is a valid header")
+    HeaderValue::from_static(if secure {
+        "flow_session=; Max-Age=0; Path=/ui; HttpOnly; SameSite=Strict; Secure"
+    } else {
+        "flow_session=; Max-Age=0; Path=/ui; HttpOnly; SameSite=Strict"
+    })
 }
 
 /// A console page to come back to after signing in: only a path of the console itself, so the
@@ -154,6 +158,10 @@ mod tests {
         for bad in ["", "a;b", "a b", "a\r\nSet-Cookie: x=1", "a,b", "\"a\""] {
             assert!(!storable(bad), "{bad:?}");
             assert!(set(bad, false).is_none());
+        }
+        for secure in [false, true] {
+            let expected = format!("{COOKIE}=; Max-Age=0; {}", attributes(secure));
+            assert_eq!(clear(secure).to_str().unwrap(), expected);
         }
         let set = set("flow_x", true).unwrap();
         let set = set.to_str().unwrap();
