@@ -26,9 +26,12 @@ pub enum Access {
     Needs(Role),
     /// An operation: `operator`, or `viewer` for a `dry_run=true` preview.
     Runs,
+    /// The operator console: at least this role, presented in the console's session cookie
+    /// (never a bearer header); without a valid session a browser is sent to sign in.
+    Session(Role),
 }
 
-use Access::{Metrics, Needs, Public, Runs};
+use Access::{Metrics, Needs, Public, Runs, Session};
 use Role::{Admin, Editor, Operator, Viewer};
 
 /// Every route, one line each: method, path template (as the OpenAPI document spells it), access.
@@ -137,21 +140,35 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/v1/audit", Needs(Admin)),
 ];
 
-/// The table's decision for a route, if it has one.
+/// Route families decided by path prefix (the operator console, which is not in the OpenAPI
+/// document): method (`*`: any), prefix, access. A path matches a prefix it equals or continues
+/// with `/`; the first matching row decides, so narrower rows come first. [`ROUTES`] is
+/// consulted before this table.
+pub const PREFIXES: &[(&str, &str, Access)] = &[
+    // What the sign-in page itself needs.
+    ("GET", "/ui/assets", Public),
+    ("*", "/ui/login", Public),
+    ("POST", "/ui/logout", Public),
+    // Pages read; forms act (the console checks each action's own role again).
+    ("GET", "/ui", Session(Viewer)),
+    ("HEAD", "/ui", Session(Viewer)),
+    ("*", "/ui", Session(Operator)),
+];
+
+/// The tables' decision for a route, if they have one.
 pub fn access_for(method: &str, path: &str) -> Option<Access> {
-    // The operator console: its pages read (`viewer`), its forms act (`operator`; the console
-    // checks each action's own role again). Browsers send no bearer header, so until the
-    // console has a sign-in form it is usable only with `FLOW_AUTH=none`.
-    if path == "/ui" || path.starts_with("/ui/") {
-        return Some(if method.eq_ignore_ascii_case("GET") {
-            Needs(Viewer)
-        } else {
-            Needs(Operator)
-        });
-    }
+    let method_matches = |m: &str| m == "*" || m.eq_ignore_ascii_case(method);
     ROUTES
         .iter()
-        .find(|(m, p, _)| m.eq_ignore_ascii_case(method) && *p == path)
+        .find(|(m, p, _)| method_matches(m) && *p == path)
+        .or_else(|| {
+            PREFIXES.iter().find(|(m, prefix, _)| {
+                method_matches(m)
+                    && path
+                        .strip_prefix(prefix)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+        })
         .map(|(_, _, access)| *access)
 }
 
@@ -161,7 +178,7 @@ fn needed(access: Access, query: Option<&str>, metrics_public: bool) -> Option<R
         Public => None,
         Metrics if metrics_public => None,
         Metrics => Some(Viewer),
-        Needs(role) => Some(role),
+        Needs(role) | Session(role) => Some(role),
         Runs if is_dry_run(query) => Some(Viewer),
         Runs => Some(Operator),
     }
@@ -187,6 +204,7 @@ pub fn describe(access: Access) -> Option<&'static str> {
         Runs => Some(
             "Requires the `operator` role (or `admin`); a `dry_run=true` preview needs only `viewer`.",
         ),
+        Session(_) => None,
     }
 }
 
@@ -215,7 +233,7 @@ fn unauthorized(err: &AuthError) -> Response {
     response
 }
 
-fn forbidden(identity: &Identity, needed: Role) -> Response {
+fn forbidden_problem(identity: &Identity, needed: Role) -> Problem {
     let held = identity
         .roles
         .iter()
@@ -236,12 +254,11 @@ fn forbidden(identity: &Identity, needed: Role) -> Response {
             identity.actor
         ),
     )
-    .into_response()
 }
 
 /// The middleware on every route: authenticate, authorise by [`ROUTES`], and run a mutating
 /// request inside an audit context whose rows get the answer's status.
-pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let route = request.extensions().get::<MatchedPath>().map_or_else(
         || request.uri().path().to_string(),
         |m| m.as_str().to_string(),
@@ -254,37 +271,58 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     let Some(needed) = needed(access, request.uri().query(), state.config().metrics.public) else {
         return next.run(request).await;
     };
+    // The console answers in HTML and takes its session cookie; everything else takes only a
+    // bearer header (a cookie on `/v1` would let any page the browser visits act as the user).
+    let console = matches!(access, Session(_));
     let auth = state.authenticator();
     let identity = if auth.modes().is_none() {
         Identity::anonymous()
     } else {
-        let bearer = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .filter(|t| !t.is_empty());
-        let Some(bearer) = bearer else {
-            return unauthorized(&AuthError::Missing);
+        let presented = if console {
+            crate::ui::session::token(request.headers())
+        } else {
+            request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split_once(' '))
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map(|(_, token)| token.trim())
+                .filter(|t| !t.is_empty())
         };
-        match auth.authenticate(bearer).await {
+        let Some(presented) = presented else {
+            return if console {
+                crate::ui::session::to_login(request.method(), request.uri(), request.headers())
+            } else {
+                unauthorized(&AuthError::Missing)
+            };
+        };
+        match auth.authenticate(presented).await {
             Ok(identity) => identity,
             Err(AuthError::KeysUnavailable) => {
-                return Problem::new(
+                let problem = Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
                     "credentials cannot be checked right now; retry",
-                )
-                .into_response();
+                );
+                return if console {
+                    crate::ui::page::error_page(problem)
+                } else {
+                    problem.into_response()
+                };
             }
             Err(e) => {
                 tracing::info!(%method, %route, reason = %e, "refused a bearer token");
-                return unauthorized(&e);
+                return if console {
+                    crate::ui::session::to_login(request.method(), request.uri(), request.headers())
+                } else {
+                    unauthorized(&e)
+                };
             }
         }
     };
+    // Handlers that show who is acting (the console) read it from here.
+    request.extensions_mut().insert(identity.clone());
     let role = identity.role_for(needed);
     let audited = mutating(&method) && !is_dry_run(request.uri().query());
     let request_id = request
@@ -301,7 +339,8 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     ));
     let response = match role {
         Some(_) => audit::scope(context.clone(), next.run(request)).await,
-        None => forbidden(&identity, needed),
+        None if console => crate::ui::page::error_page(forbidden_problem(&identity, needed)),
+        None => forbidden_problem(&identity, needed).into_response(),
     };
     if audited {
         finish_audit(&state, &context, response.status()).await;

@@ -1,22 +1,20 @@
-//! Which console actions a viewer may take. The one place that decides it: pages ask
-//! [`allows`] before offering a button or form, and the POST handlers ask again before acting.
+//! Who is looking at a console page and which actions they may take. The one place that decides
+//! it: pages ask [`Viewer::may`] before offering a button or form, and the POST handlers ask
+//! again with [`Viewer::require`] before acting (a forged form, or a page older than a change of
+//! role, gets a readable 403).
 //!
-//! Flow has no roles yet (every caller may do everything, as with the API); once roles exist,
-//! [`Role::of`] maps the session's token to its role and nothing else changes.
+//! The identity comes from the API's access guard, which authenticates console requests by the
+//! session cookie ([`super::session`]) and leaves the [`Identity`] in the request; roles are
+//! the API's own ([`crate::auth::Role`], issue 17's table).
 
+use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 
+use super::csrf::CsrfToken;
+use super::page::UiError;
 use crate::api::problem::Problem;
-use crate::app::AppState;
-
-/// What a console user may be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Reads everything, changes nothing.
-    Viewer,
-    /// Also runs operations, cancels tasks and controls schedules.
-    Operator,
-}
+use crate::auth::{Identity, Role};
 
 /// Something a console page can offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,35 +22,90 @@ pub enum Action {
     RunOperation,
     CancelTask,
     ControlSchedule,
+    /// Approve, pause, resume or abort a rollout.
+    SteerRollout,
 }
 
-impl Role {
-    /// The role of the current request. Without authentication everyone is an operator, the
-    /// same as the API grants.
-    pub fn of(_state: &AppState) -> Self {
-        Role::Operator
-    }
-}
-
-/// Whether `role` may take `action`.
-pub fn allows(role: Role, action: Action) -> bool {
-    match action {
-        Action::RunOperation | Action::CancelTask | Action::ControlSchedule => {
-            role == Role::Operator
+impl Action {
+    /// The role the API asks for the same thing.
+    pub fn needs(self) -> Role {
+        match self {
+            Action::RunOperation
+            | Action::CancelTask
+            | Action::ControlSchedule
+            | Action::SteerRollout => Role::Operator,
         }
     }
 }
 
-/// Refuses an action the role may not take (a forged form, or a stale page).
-pub fn require(role: Role, action: Action) -> Result<(), Problem> {
-    if allows(role, action) {
-        Ok(())
-    } else {
+/// The signed-in person (or `anonymous` when `FLOW_AUTH=none`).
+#[derive(Debug, Clone)]
+pub struct Viewer {
+    pub identity: Identity,
+    /// Whether there is a session to sign out of (false with `FLOW_AUTH=none`).
+    pub signed_in: bool,
+    /// This browser's form token, for the sign-out form every page carries.
+    pub csrf: Option<CsrfToken>,
+}
+
+impl Viewer {
+    pub fn new(identity: Identity) -> Self {
+        let signed_in = identity != Identity::anonymous();
+        Self {
+            identity,
+            signed_in,
+            csrf: None,
+        }
+    }
+
+    /// The strongest role held, as the page header shows it.
+    pub fn role(&self) -> Option<Role> {
+        self.identity.main_role()
+    }
+
+    /// Whether this viewer may take `action`.
+    pub fn may(&self, action: Action) -> bool {
+        self.identity.role_for(action.needs()).is_some()
+    }
+
+    /// Refuses an action the viewer's role may not take.
+    pub fn require(&self, action: Action) -> Result<(), Problem> {
+        if self.may(action) {
+            return Ok(());
+        }
         Err(Problem::new(
             StatusCode::FORBIDDEN,
             "forbidden",
-            "your role may not do this",
+            format!(
+                "this needs the {} role (or admin); you are signed in as {}",
+                action.needs(),
+                self.role().map_or("no Flow role", Role::as_str)
+            ),
         ))
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Viewer {
+    type Rejection = UiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        // The guard puts the identity on every console route it does not treat as public; a
+        // route reaching here without one is wired wrong, and must not act for anybody.
+        parts
+            .extensions
+            .get::<Identity>()
+            .cloned()
+            .map(|identity| Viewer {
+                csrf: parts.extensions.get::<CsrfToken>().cloned(),
+                ..Viewer::new(identity)
+            })
+            .ok_or_else(|| {
+                UiError(Problem::new(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    "sign in to use the console",
+                ))
+            })
     }
 }
 
@@ -60,16 +113,25 @@ pub fn require(role: Role, action: Action) -> Result<(), Problem> {
 mod tests {
     use super::*;
 
+    const ACTIONS: [Action; 4] = [
+        Action::RunOperation,
+        Action::CancelTask,
+        Action::ControlSchedule,
+        Action::SteerRollout,
+    ];
+
     #[test]
-    fn a_viewer_is_offered_no_action_and_an_operator_every_one() {
-        for action in [
-            Action::RunOperation,
-            Action::CancelTask,
-            Action::ControlSchedule,
-        ] {
-            assert!(!allows(Role::Viewer, action));
-            assert!(require(Role::Viewer, action).is_err());
-            assert!(allows(Role::Operator, action));
+    fn operators_and_admins_act_viewers_and_editors_only_look() {
+        for role in Role::ALL {
+            let viewer = Viewer::new(Identity::new("token:t", vec![role]));
+            let acts = matches!(role, Role::Operator | Role::Admin);
+            for action in ACTIONS {
+                assert_eq!(viewer.may(action), acts, "{role} {action:?}");
+                assert_eq!(viewer.require(action).is_ok(), acts, "{role} {action:?}");
+            }
         }
+        let anonymous = Viewer::new(Identity::anonymous());
+        assert!(!anonymous.signed_in);
+        assert!(ACTIONS.iter().all(|a| anonymous.may(*a)));
     }
 }

@@ -84,11 +84,12 @@ pub async fn protect(req: Request, next: Next) -> Response {
         Some(t) => (t, false),
         None => (new_token(), true),
     };
+    let secure = super::session::over_https(req.uri(), req.headers());
     let mut req = req;
     req.extensions_mut().insert(CsrfToken(token.clone()));
     let mut response = next.run(req).await.into_response();
     if fresh {
-        let cookie = format!("{COOKIE}={token}; Path=/ui; HttpOnly; SameSite=Strict");
+        let cookie = format!("{COOKIE}={token}; {}", super::session::attributes(secure));
         if let Ok(value) = HeaderValue::from_str(&cookie) {
             response.headers_mut().append(header::SET_COOKIE, value);
         }

@@ -3,14 +3,18 @@
 //! process) so both faces answer alike; nothing here is part of the OpenAPI document.
 //!
 //! htmx and its SSE extension are vendored into the binary ([`assets`]); every form carries a
-//! CSRF token ([`csrf`]); [`access`] is the one place that decides which actions are offered.
+//! CSRF token ([`csrf`]); a person signs in with a token kept in a session cookie ([`login`],
+//! [`session`]); [`access`] is the one place that decides which actions are offered.
 
 pub mod access;
 pub mod assets;
 pub mod csrf;
+pub mod login;
 pub mod page;
 pub mod racks;
+pub mod rollouts;
 pub mod run;
+pub mod session;
 pub mod tasks;
 pub mod views;
 
@@ -26,6 +30,8 @@ pub fn routes() -> Router<AppState> {
         .route("/ui", get(|| async { Redirect::to("/ui/racks") }))
         .route("/ui/", get(|| async { Redirect::to("/ui/racks") }))
         .route("/ui/assets/{file}", get(assets::serve))
+        .route("/ui/login", get(login::show).post(login::submit))
+        .route("/ui/logout", post(login::logout))
         .route("/ui/racks", get(racks::list))
         .route("/ui/racks/{id}", get(racks::show))
         .route("/ui/run", get(run::form).post(run::confirm))
@@ -39,6 +45,9 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/schedules/{id}/{action}", post(views::schedule_action))
         .route("/ui/rules", get(views::rules))
         .route("/ui/rules/{id}", get(views::rule))
-        // Rollouts (issue 18): add `/ui/rollouts` here and its entry in `page::NAV`.
+        .route("/ui/rollouts", get(rollouts::list))
+        .route("/ui/rollouts/{id}", get(rollouts::show))
+        .route("/ui/rollouts/{id}/live", get(rollouts::live))
+        .route("/ui/rollouts/{id}/{action}", post(rollouts::steer))
         .layer(axum::middleware::from_fn(csrf::protect))
 }

@@ -9,6 +9,7 @@ use maud::{DOCTYPE, Markup, html};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::access::Viewer;
 use crate::api::problem::Problem;
 
 /// The navigation, in order: (path, label).
@@ -18,11 +19,32 @@ pub const NAV: &[(&str, &str)] = &[
     ("/ui/drift", "Drift"),
     ("/ui/schedules", "Schedules"),
     ("/ui/rules", "Rules"),
-    // Rollouts (issue 18) get their entry here.
+    ("/ui/rollouts", "Rollouts"),
 ];
 
-/// A whole page: `current` is the navigation entry to mark.
-pub fn layout(title: &str, current: &str, body: Markup) -> Markup {
+/// Who is signed in, and the sign-out control (a form: signing out changes state).
+fn who(viewer: &Viewer) -> Markup {
+    let role = viewer.role().map_or("no role", |r| r.as_str());
+    html! {
+        div.who {
+            @if viewer.signed_in {
+                span { "Signed in as " strong { (viewer.identity.actor) } " (" (role) ")" }
+                @if let Some(csrf) = &viewer.csrf {
+                    form method="post" action="/ui/logout" {
+                        (csrf_field(csrf))
+                        button.secondary type="submit" { "Sign out" }
+                    }
+                }
+            } @else {
+                span.muted { "Sign-in is off (FLOW_AUTH=none)" }
+            }
+        }
+    }
+}
+
+/// A whole page: `current` is the navigation entry to mark; `viewer` (none on the sign-in
+/// and error pages) is shown with a sign-out control.
+pub fn layout(title: &str, current: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -49,6 +71,7 @@ pub fn layout(title: &str, current: &str, body: Markup) -> Markup {
                             }
                         }
                     }
+                    @if let Some(v) = viewer { (who(v)) }
                 }
                 main id="main" { (body) }
             }
@@ -82,7 +105,7 @@ pub fn error_page(p: Problem) -> Response {
         (problem_box(&p))
         p { a href="/ui/racks" { "Back to racks" } }
     };
-    (status, layout(&p.title, "", body)).into_response()
+    (status, layout(&p.title, "", None, body)).into_response()
 }
 
 /// What console handlers return: a page, or a problem shown as an error page.
@@ -195,11 +218,12 @@ pub fn time(t: Option<DateTime<Utc>>) -> String {
 pub fn badge(text: &str) -> Markup {
     let class = match text {
         "succeeded" | "on" | "ok" | "matched" | "enabled" | "completed" => "badge b-ok",
-        "failed" | "cancelled" | "missing" | "mismatch" | "unexpected" | "unreachable" => {
-            "badge b-bad"
+        "failed" | "cancelled" | "missing" | "mismatch" | "unexpected" | "unreachable"
+        | "halted" | "aborted" | "exceeded" => "badge b-bad",
+        "running" | "pending" | "waiting" | "queued" | "verifying" => "badge b-run",
+        "off" | "paused" | "stale" | "mixed" | "awaiting_approval" | "waiting_for_window" => {
+            "badge b-warn"
         }
-        "running" | "pending" | "waiting" | "queued" => "badge b-run",
-        "off" | "paused" | "stale" | "mixed" => "badge b-warn",
         _ => "badge b-idle",
     };
     html! { span class=(class) { (text) } }

@@ -4,7 +4,7 @@
 use axum::extract::{Path, RawQuery, State};
 use maud::{Markup, html};
 
-use super::access::{Action, Role, allows};
+use super::access::{Action, Viewer};
 use super::page::{self, UiResult, badge, code, field, time};
 use crate::api::extract::{Query, uuid_param};
 use crate::api::racks::ListRacksQuery;
@@ -68,7 +68,11 @@ fn drift_badges(d: Option<&DriftSummaryDoc>) -> Markup {
 }
 
 /// `GET /ui/racks`
-pub async fn list(State(state): State<AppState>, RawQuery(raw): RawQuery) -> UiResult {
+pub async fn list(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    RawQuery(raw): RawQuery,
+) -> UiResult {
     let (mut q, pairs): (ListRacksQuery, _) = page::query(raw.as_deref())?;
     q.limit = Some(q.limit.unwrap_or(PAGE));
     // Components come with the page (power badges); drift counts are one query for the page.
@@ -89,7 +93,7 @@ pub async fn list(State(state): State<AppState>, RawQuery(raw): RawQuery) -> UiR
                 .collect()
         })
         .collect();
-    let can_run = allows(Role::of(&state), Action::RunOperation);
+    let can_run = viewer.may(Action::RunOperation);
     let body = html! {
         h1 { "Racks" }
         form.filters.card method="get" action="/ui/racks" aria-label="Filter racks" {
@@ -123,7 +127,12 @@ pub async fn list(State(state): State<AppState>, RawQuery(raw): RawQuery) -> UiR
         }
         (page::pager("/ui/racks", &pairs, found.items.len(), found.total, found.next_cursor.as_deref()))
     };
-    Ok(page::ok(page::layout("Racks", "/ui/racks", body)))
+    Ok(page::ok(page::layout(
+        "Racks",
+        "/ui/racks",
+        Some(&viewer),
+        body,
+    )))
 }
 
 fn location(r: &RackDoc) -> String {
@@ -161,7 +170,11 @@ fn rack_row(rack: &RackDoc, tasks: &[Task], can_run: bool) -> Markup {
 }
 
 /// `GET /ui/racks/{id}`
-pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> UiResult {
+pub async fn show(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> UiResult {
     let id = uuid_param("id", &id)?;
     let rack = crate::inventory::racks::get(state.db(), id, true).await?;
     let rack = RackDoc::from(rack);
@@ -186,7 +199,7 @@ pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> UiRe
     let rules = crate::api::rules::rack_rules(State(state.clone()), Path(id.to_string()))
         .await?
         .0;
-    let can_run = allows(Role::of(&state), Action::RunOperation);
+    let can_run = viewer.may(Action::RunOperation);
     let components = rack.components.clone().unwrap_or_default();
     let body = html! {
         h1 { "Rack " (rack.name) }
@@ -223,7 +236,12 @@ pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> UiRe
             } }
         }
     };
-    Ok(page::ok(page::layout(&rack.name, "/ui/racks", body)))
+    Ok(page::ok(page::layout(
+        &rack.name,
+        "/ui/racks",
+        Some(&viewer),
+        body,
+    )))
 }
 
 fn kinds(components: &[ComponentDoc]) -> Vec<String> {

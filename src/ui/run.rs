@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect};
 use maud::{Markup, html};
 
-use super::access::{Action, Role, require};
+use super::access::{Action, Viewer};
 use super::csrf::CsrfToken;
 use super::page::{self, UiResult, badge, code, csrf_field};
 use crate::api::problem::Problem;
@@ -122,10 +122,11 @@ fn fields(form: &RunForm, csrf: &CsrfToken, with_choices: bool) -> Markup {
 /// `GET /ui/run?rack=…`: choose the operation.
 pub async fn form(
     State(state): State<AppState>,
+    viewer: Viewer,
     Extension(csrf): Extension<CsrfToken>,
     RawQuery(raw): RawQuery,
 ) -> UiResult {
-    require(Role::of(&state), Action::RunOperation)?;
+    viewer.require(Action::RunOperation)?;
     let form = parse(raw.unwrap_or_default().as_bytes())?;
     let mut names = Vec::new();
     for id in &form.racks {
@@ -154,6 +155,7 @@ pub async fn form(
     Ok(page::ok(page::layout(
         "Run an operation",
         "/ui/racks",
+        Some(&viewer),
         body,
     )))
 }
@@ -192,10 +194,11 @@ fn plan_card(p: &RackPlanDoc) -> Markup {
 /// `POST /ui/run/preview`: the plan per rack, and the confirmation.
 pub async fn preview(
     State(state): State<AppState>,
+    viewer: Viewer,
     Extension(csrf): Extension<CsrfToken>,
     body: Bytes,
 ) -> UiResult {
-    require(Role::of(&state), Action::RunOperation)?;
+    viewer.require(Action::RunOperation)?;
     let mut form = parse(&body)?;
     let spec = spec(&form)?;
     let plans: Vec<RackPlanDoc> = state
@@ -222,12 +225,17 @@ pub async fn preview(
             }
         }
     };
-    Ok(page::ok(page::layout("Plan", "/ui/racks", body)))
+    Ok(page::ok(page::layout(
+        "Plan",
+        "/ui/racks",
+        Some(&viewer),
+        body,
+    )))
 }
 
 /// `POST /ui/run`: creates the tasks and opens the first one's live page.
-pub async fn confirm(State(state): State<AppState>, body: Bytes) -> UiResult {
-    require(Role::of(&state), Action::RunOperation)?;
+pub async fn confirm(State(state): State<AppState>, viewer: Viewer, body: Bytes) -> UiResult {
+    viewer.require(Action::RunOperation)?;
     let form = parse(&body)?;
     let spec = spec(&form)?;
     let key = (!form.key.is_empty()).then_some(form.key.as_str());
@@ -250,5 +258,9 @@ pub async fn confirm(State(state): State<AppState>, body: Bytes) -> UiResult {
     } else {
         StatusCode::OK
     };
-    Ok((status, page::layout("Submitted", "/ui/tasks", body)).into_response())
+    Ok((
+        status,
+        page::layout("Submitted", "/ui/tasks", Some(&viewer), body),
+    )
+        .into_response())
 }

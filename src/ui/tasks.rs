@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Redirect};
 use futures::{Stream, StreamExt};
 use maud::{Markup, html};
 
-use super::access::{Action, Role, allows, require};
+use super::access::{Action, Viewer};
 use super::csrf::CsrfToken;
 use super::page::{self, UiResult, badge, code, csrf_field, field, time};
 use crate::api::extract::{Query, uuid_param};
@@ -46,7 +46,11 @@ pub fn task_table(items: &[TaskDoc]) -> Markup {
 }
 
 /// `GET /ui/tasks`
-pub async fn list(State(state): State<AppState>, RawQuery(raw): RawQuery) -> UiResult {
+pub async fn list(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    RawQuery(raw): RawQuery,
+) -> UiResult {
     let (mut q, pairs): (ListTasksQuery, _) = page::query(raw.as_deref())?;
     q.limit = Some(q.limit.unwrap_or(50));
     let found = crate::api::tasks::list_tasks(State(state), Query(q))
@@ -69,7 +73,12 @@ pub async fn list(State(state): State<AppState>, RawQuery(raw): RawQuery) -> UiR
         (task_table(&found.items))
         (page::pager("/ui/tasks", &pairs, found.items.len(), found.total, found.next_cursor.as_deref()))
     };
-    Ok(page::ok(page::layout("Tasks", "/ui/tasks", body)))
+    Ok(page::ok(page::layout(
+        "Tasks",
+        "/ui/tasks",
+        Some(&viewer),
+        body,
+    )))
 }
 
 /// The part of a task page that changes: status, message, the cancel button while the task
@@ -115,12 +124,13 @@ pub fn task_body(t: &TaskDoc, cancel: Option<&CsrfToken>) -> Markup {
 /// `GET /ui/tasks/{id}`: the task, following changes live until it ends.
 pub async fn show(
     State(state): State<AppState>,
+    viewer: Viewer,
     Extension(csrf): Extension<CsrfToken>,
     Path(id): Path<String>,
 ) -> UiResult {
     let id = uuid_param("id", &id)?;
     let task = load(&state, id).await?;
-    let cancel = allows(Role::of(&state), Action::CancelTask).then_some(&csrf);
+    let cancel = viewer.may(Action::CancelTask).then_some(&csrf);
     let body = html! {
         h1 { "Task " (task.operation) }
         p { "Rack " a href=(format!("/ui/racks/{}", task.rack_id)) { (task.rack_id) }
@@ -139,6 +149,7 @@ pub async fn show(
     Ok(page::ok(page::layout(
         &format!("Task {}", task.operation),
         "/ui/tasks",
+        Some(&viewer),
         body,
     )))
 }
@@ -146,12 +157,13 @@ pub async fn show(
 /// `GET /ui/tasks/{id}/live`: `task` events carrying the re-rendered body, then `done`.
 pub async fn live(
     State(state): State<AppState>,
+    viewer: Viewer,
     Extension(csrf): Extension<CsrfToken>,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, page::UiError> {
     let id = uuid_param("id", &id)?;
     crate::tasks::store::get(state.db(), id).await?;
-    let cancel = allows(Role::of(&state), Action::CancelTask).then_some(csrf);
+    let cancel = viewer.may(Action::CancelTask).then_some(csrf);
     let stream = changes(state, id).flat_map(move |change| {
         let body = |doc: &TaskDoc| task_body(doc, cancel.as_ref()).into_string();
         let events = match change {
@@ -175,8 +187,12 @@ pub async fn live(
 }
 
 /// `POST /ui/tasks/{id}/cancel`
-pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> UiResult {
-    require(Role::of(&state), Action::CancelTask)?;
+pub async fn cancel(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> UiResult {
+    viewer.require(Action::CancelTask)?;
     let id = uuid_param("id", &id)?;
     state.tasks().cancel(id).await?;
     Ok(Redirect::to(&format!("/ui/tasks/{id}")).into_response())

@@ -6,7 +6,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Redirect};
 use maud::html;
 
-use super::access::{Action, Role, allows, require};
+use super::access::{Action, Viewer};
 use super::csrf::CsrfToken;
 use super::page::{self, UiResult, badge, code, csrf_field, field, time};
 use crate::api::extract::{Query, uuid_param};
@@ -29,7 +29,11 @@ const TYPES: [&str; 6] = [
 ];
 
 /// `GET /ui/drift`
-pub async fn drift(State(state): State<AppState>, RawQuery(raw): RawQuery) -> UiResult {
+pub async fn drift(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    RawQuery(raw): RawQuery,
+) -> UiResult {
     let (mut q, pairs): (ListDriftQuery, _) = page::query(raw.as_deref())?;
     q.limit = Some(q.limit.unwrap_or(50));
     let found = crate::api::validation::list_drift(State(state), Query(q))
@@ -71,18 +75,24 @@ pub async fn drift(State(state): State<AppState>, RawQuery(raw): RawQuery) -> Ui
         (super::racks::drift_table(&found.items))
         (page::pager("/ui/drift", &pairs, found.items.len(), found.total, found.next_cursor.as_deref()))
     };
-    Ok(page::ok(page::layout("Drift", "/ui/drift", body)))
+    Ok(page::ok(page::layout(
+        "Drift",
+        "/ui/drift",
+        Some(&viewer),
+        body,
+    )))
 }
 
 /// `GET /ui/schedules`
 pub async fn schedules(
     State(state): State<AppState>,
+    viewer: Viewer,
     Extension(csrf): Extension<CsrfToken>,
     RawQuery(raw): RawQuery,
 ) -> UiResult {
     let (mut q, pairs): (ListSchedulesQuery, _) = page::query(raw.as_deref())?;
     q.limit = Some(q.limit.unwrap_or(50));
-    let can = allows(Role::of(&state), Action::ControlSchedule);
+    let can = viewer.may(Action::ControlSchedule);
     let found = crate::api::schedules::list_schedules(State(state), Query(q))
         .await?
         .0;
@@ -112,15 +122,21 @@ pub async fn schedules(
         }
         (page::pager("/ui/schedules", &pairs, found.items.len(), found.total, found.next_cursor.as_deref()))
     };
-    Ok(page::ok(page::layout("Schedules", "/ui/schedules", body)))
+    Ok(page::ok(page::layout(
+        "Schedules",
+        "/ui/schedules",
+        Some(&viewer),
+        body,
+    )))
 }
 
 /// `POST /ui/schedules/{id}/{pause|resume|trigger}`
 pub async fn schedule_action(
     State(state): State<AppState>,
+    viewer: Viewer,
     Path((id, action)): Path<(String, String)>,
 ) -> UiResult {
-    require(Role::of(&state), Action::ControlSchedule)?;
+    viewer.require(Action::ControlSchedule)?;
     let id = uuid_param("id", &id)?;
     let service = ScheduleService::new(state.db().clone(), state.task_service(), state.clock());
     match action.as_str() {
@@ -156,7 +172,7 @@ fn rule_rows(items: &[RuleDoc]) -> maud::Markup {
 }
 
 /// `GET /ui/rules`: stored rules, then the built-in ones with their YAML.
-pub async fn rules(State(state): State<AppState>) -> UiResult {
+pub async fn rules(State(state): State<AppState>, viewer: Viewer) -> UiResult {
     let stored = crate::api::rules::list_rules(
         State(state.clone()),
         Query(ListRulesQuery {
@@ -188,7 +204,12 @@ pub async fn rules(State(state): State<AppState>) -> UiResult {
             details { summary { (r.operation) ": " (r.name) } (page::preformatted(&yaml(r))) }
         }
     };
-    Ok(page::ok(page::layout("Rules", "/ui/rules", body)))
+    Ok(page::ok(page::layout(
+        "Rules",
+        "/ui/rules",
+        Some(&viewer),
+        body,
+    )))
 }
 
 fn yaml(rule: &RuleDoc) -> String {
@@ -196,7 +217,11 @@ fn yaml(rule: &RuleDoc) -> String {
 }
 
 /// `GET /ui/rules/{id}`: one stored rule as YAML.
-pub async fn rule(State(state): State<AppState>, Path(id): Path<String>) -> UiResult {
+pub async fn rule(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> UiResult {
     let id = uuid_param("id", &id)?;
     let rule: RuleDoc = crate::rules::store::get(state.db(), id).await?.into();
     let body = html! {
@@ -204,5 +229,10 @@ pub async fn rule(State(state): State<AppState>, Path(id): Path<String>) -> UiRe
         p { (rule.operation) " " @if rule.is_default { (badge("default")) } }
         (page::preformatted(&yaml(&rule)))
     };
-    Ok(page::ok(page::layout(&rule.name, "/ui/rules", body)))
+    Ok(page::ok(page::layout(
+        &rule.name,
+        "/ui/rules",
+        Some(&viewer),
+        body,
+    )))
 }

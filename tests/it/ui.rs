@@ -1,6 +1,10 @@
 //! The operator console's HTML routes: status codes, content types, readable errors, CSRF,
-//! keyset paging and the escaping of user data. (Its behaviour in a browser is checked by
+//! keyset paging and the escaping of user data; sign-in and roles in [`signin`], rollouts in
+//! [`rollouts`]. (Its behaviour in a browser is checked by
 //! `tests/ui/console_test.py`, run by `scripts/test`.)
+
+mod rollouts;
+mod signin;
 
 use axum::body::Body;
 use axum::http::{Method, Request};
@@ -299,23 +303,4 @@ async fn schedules_are_paused_and_resumed_from_their_page(app: TestApp) {
         app.get(&format!("/v1/task-schedules/{id}")).await.body["enabled"],
         true
     );
-}
-
-/// With credentials required, the console is behind the API's guard: a browser without a bearer
-/// token gets 401 for pages and forms alike, never an unauthenticated action.
-#[tokio::test]
-async fn with_auth_on_the_console_asks_for_credentials() {
-    let mut config = flow::config::Config::default();
-    config.auth.mode = "token".into();
-    let app = TestApp::with_config(crate::support::Backend::Sqlite, config).await;
-    for (method, path) in [(Method::GET, "/ui/racks"), (Method::POST, "/ui/run")] {
-        let request = Request::builder()
-            .method(method.clone())
-            .uri(path)
-            .body(Body::empty())
-            .unwrap();
-        let r = app.send(request).await;
-        assert_eq!(r.status.as_u16(), 401, "{method} {path}: {}", r.text);
-        assert!(r.header("www-authenticate").is_some(), "{method} {path}");
-    }
 }

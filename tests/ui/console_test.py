@@ -6,11 +6,18 @@ racks through the API, finds one in the console, pages through the list, runs a 
 its preview and watches it finish live, sees a drift diff. Any browser console error fails the
 test. Screenshots of every page at 1280 and 390 px go to target/ui-shots/.
 
+A second server requires API tokens (`FLOW_AUTH=token`, tokens made with `flow token create`):
+an operator signs in, sees a rollout's waves and its approval gate with the steering controls; a
+viewer sees the same pages and is offered no action. (The rollout is stored straight in the
+database: the rollout workflow itself is tested by the Rust suite.)
+
 Run by scripts/test; alone: target/tools/venv/bin/pytest -q tests/ui
 """
 
+import contextlib
 import json
 import re
+import sqlite3
 import os
 import socket
 import subprocess
@@ -35,11 +42,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def call(base, method, path, body=None):
+def call(base, method, path, body=None, token=None):
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(base + path, data=data, method=method)
     if data is not None:
         req.add_header("content-type", "application/json")
+    if token is not None:
+        req.add_header("authorization", f"Bearer {token}")
     with urllib.request.urlopen(req, timeout=10) as r:
         text = r.read().decode()
         return json.loads(text) if text else None
@@ -79,8 +88,9 @@ def rack_body(n):
     }
 
 
-@pytest.fixture(scope="module")
-def flow():
+@contextlib.contextmanager
+def serve(auth):
+    """A `flow serve` of its own; yields (base URL, environment of its database)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     binary = os.environ.get("FLOW_BIN", str(ROOT / "target" / "debug" / "flow"))
@@ -97,7 +107,7 @@ def flow():
         FLOW_COMPONENT_MANAGERS="compute=sim,nvswitch=sim,powershelf=sim",
         FLOW_SIM_LATENCY_MS="150",
         FLOW_DRIFT_SYNC_INTERVAL_SECS="1",
-        FLOW_AUTH="none",
+        FLOW_AUTH=auth,
         FLOW_LOG="warn",
     )
     log = open(Path(work) / "flow.log", "w")
@@ -113,7 +123,7 @@ def flow():
 
     try:
         poll("flow serve to answer", healthy, timeout=60)
-        yield base
+        yield base, env, Path(work) / "flow.db"
     finally:
         proc.terminate()
         try:
@@ -122,6 +132,67 @@ def flow():
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def flow():
+    with serve("none") as (base, _, _):
+        yield base
+
+
+def create_token(env, name, role):
+    """`flow token create` straight on the server's database; the secret is its last line."""
+    binary = os.environ.get("FLOW_BIN", str(ROOT / "target" / "debug" / "flow"))
+    env = {k: v for k, v in env.items() if k != "FLOW_TOKEN"}
+    out = subprocess.run([binary, "token", "create", "--name", name, "--role", role], env=env,
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    return out.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def secured():
+    """A server requiring API tokens, a token per role, its database: (base, {role: secret}, db)."""
+    with serve("token") as (base, env, db):
+        tokens = {role: create_token(env, f"ui-{role}", role) for role in ["admin", "operator", "viewer"]}
+        yield base, tokens, db
+
+
+def store_rollout(db, name, racks):
+    """A power-on rollout whose canary wave is done and which waits for approval, as its
+    workflow would have stored it (one row: spec and waves as JSON)."""
+    spec = {
+        "name": name,
+        "template": {"operation": {"operation": "power_on"}, "queue_timeout_secs": 3600},
+        "targets": {"racks": [{"name": r["name"]} for r in racks]},
+        "component_types": ["compute"],
+        "strategy": {"order": "name", "canary": 1, "batch_size": {"racks": 1},
+                     "max_concurrent_racks": None, "pause_between_secs": 0,
+                     "approval_after_canary": True,
+                     "failure_budget": {"max_failed_racks": 1, "max_failed_fraction": None},
+                     "spread_by": "none", "verify": "none"},
+        "window": None, "conflict_strategy": "reject", "on_refused": "skip",
+    }
+
+    def rack(r, state, reason=None):
+        return {"rack_id": r["id"], "rack_name": r["name"], "state": state, "task_id": None,
+                "reason": reason, "verify_failed": False}
+
+    now = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+    waves = [
+        {"index": 0, "canary": True, "status": "succeeded", "started_at": now, "finished_at": now,
+         "racks": [rack(racks[0], "skipped", "nothing to do: the trays are on")]},
+        {"index": 1, "canary": False, "status": "pending", "started_at": None, "finished_at": None,
+         "racks": [rack(r, "pending") for r in racks[1:]]},
+    ]
+    rollout_id = uuid.uuid4()
+    with contextlib.closing(sqlite3.connect(db, timeout=30)) as conn, conn:
+        conn.execute(
+            "INSERT INTO rollouts (id, name, status, spec, waves, current_wave, approved, message,"
+            " revision, created_at, updated_at, started_at, finished_at)"
+            " VALUES (?, ?, 'awaiting_approval', ?, ?, 1, 0, ?, 0, ?, ?, ?, NULL)",
+            (rollout_id.bytes, name, json.dumps(spec), json.dumps(waves),
+             "the canary passed; waiting for approval", now, now, now))
+    return str(rollout_id)
 
 
 @pytest.fixture(scope="module")
@@ -262,4 +333,87 @@ def test_every_page_is_usable_at_phone_width(flow, browser):
     page.get_by_role("button", name="Preview the plan").click()
     expect(page.locator("h1")).to_have_text("Plan: power_off")
     c.shot("plan")
+    c.close()
+
+
+def sign_in(c, base, token, wrong_first=False):
+    """Signs in from the form a console page sends the browser to, with the keyboard."""
+    page = c.page
+    page.goto(f"{base}/ui/rollouts")
+    expect(page).to_have_url(re.compile(r"/ui/login\?next=%2Fui%2Frollouts$"))
+    expect(page.locator("h1")).to_have_text("Sign in")
+    field = page.get_by_label("API token or identity-provider token (JWT)")
+    expect(field).to_be_focused()
+    if wrong_first:
+        field.fill("flow_not-a-token")
+        # The failed attempt is an expected 401 of the document; nothing else may be logged.
+        before = list(c.errors)
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("alert")).to_contain_text("invalid token")
+        assert all("401" in e for e in c.errors[len(before):]), c.errors
+        c.errors = before
+        c.shot("login")
+        field = page.get_by_label("API token or identity-provider token (JWT)")
+    field.fill(token)
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{base}/ui/rollouts")
+
+
+def test_an_operator_signs_in_and_sees_a_rollouts_waves_a_viewer_only_watches(secured, browser):
+    base, tokens, db = secured
+    admin = tokens["admin"]
+    racks = [call(base, "POST", "/v1/expected-racks", rack_body(n), token=admin) for n in (11, 12, 13)]
+    rollout = store_rollout(db, "power-on hall 2", racks)
+    assert call(base, "GET", f"/v1/rollouts/{rollout}", token=admin)["status"] == "awaiting_approval"
+
+    c = Console(browser, "wide")
+    page = c.page
+    sign_in(c, base, tokens["operator"], wrong_first=True)
+    expect(page.locator("header .who")).to_contain_text("token:ui-operator")
+    expect(page.locator("header .who")).to_contain_text("operator")
+    expect(page.locator("tbody tr")).to_have_count(1)
+    c.shot("rollouts")
+    page.get_by_role("link", name="power-on hall 2").click()
+    expect(page.locator("h1")).to_have_text("Rollout power-on hall 2")
+    live = page.locator("#rollout-live")
+    expect(live.locator("dd[data-status]")).to_have_attribute("data-status", "awaiting_approval")
+    expect(live).to_contain_text("Wave 1 (canary)")
+    expect(live).to_contain_text("nothing to do: the trays are on")
+    expect(live).to_contain_text("waiting for approval")
+    expect(page.get_by_role("link", name="ui-rack-13")).to_be_visible()
+    for name in ["Approve the waves after the canary", "Pause", "Abort and cancel running tasks"]:
+        expect(page.get_by_role("button", name=name)).to_be_visible()
+    # Keyboard: the steering buttons are reachable by Tab from the page's first stop.
+    page.keyboard.press("Tab")
+    expect(page.locator("a.skip")).to_be_focused()
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent") == "Approve the waves after the canary":
+            break
+    expect(page.get_by_role("button", name="Approve the waves after the canary")).to_be_focused()
+    c.shot("rollout")
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(f"{base}/ui/login")
+    page.goto(f"{base}/ui/racks")
+    expect(page).to_have_url(re.compile(r"/ui/login\?next="))
+    c.close()
+
+    # A viewer sees everything and is offered nothing to run or steer.
+    c = Console(browser, "narrow")
+    page = c.page
+    sign_in(c, base, tokens["viewer"])
+    expect(page.locator("header .who")).to_contain_text("viewer")
+    c.shot("rollouts")
+    page.get_by_role("link", name="power-on hall 2").click()
+    expect(page.locator("#rollout-live")).to_contain_text("Wave 2")
+    expect(page.locator("main form button")).to_have_count(0)
+    c.shot("rollout")
+    page.goto(f"{base}/ui/racks")
+    expect(page.locator("tbody tr")).to_have_count(3)
+    expect(page.get_by_role("button", name="Run an operation on the selected racks")).to_have_count(0)
+    page.goto(f"{base}/ui/schedules")
+    expect(page.locator("h1")).to_have_text("Schedules")
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.locator("h1")).to_have_text("Sign in")
+    c.shot("login")
     c.close()

@@ -1,0 +1,330 @@
+//! Rollout pages: the keyset-paged list, and one rollout's wave progress (each wave's racks,
+//! their outcome and task, the approval gate, the failure budget) followed live over SSE from
+//! the database, as `GET /v1/rollouts/{id}/events` does; operators steer it from here.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect};
+use futures::Stream;
+use maud::{Markup, html};
+
+use super::access::{Action, Viewer};
+use super::page::{self, UiResult, badge, csrf_field, field, time};
+use crate::api::extract::{Query, uuid_param};
+use crate::api::problem::Problem;
+use crate::api::rollouts::ListRolloutsQuery;
+use crate::api::schema::rollout_view::{CountsDoc, RolloutDoc, WaveDoc};
+use crate::app::AppState;
+use crate::rollouts::model::{Command, RolloutStatus};
+
+/// How often the live page looks for a change (the API's stream does the same).
+const POLL: Duration = Duration::from_millis(500);
+
+/// A bar of a set of racks' outcomes, with the numbers spelled out for screen readers.
+fn progress(c: &CountsDoc) -> Markup {
+    let total = c.total.max(1);
+    let width = |n: u32| format!("width: {:.1}%", f64::from(n) * 100.0 / f64::from(total));
+    let label = format!(
+        "{} of {} racks done: {} succeeded, {} failed, {} skipped, {} running, {} pending",
+        c.succeeded + c.failed + c.skipped + c.not_run,
+        c.total,
+        c.succeeded,
+        c.failed,
+        c.skipped,
+        c.running,
+        c.pending
+    );
+    html! {
+        div.progress role="img" aria-label=(label) title=(label) {
+            span.p-ok style=(width(c.succeeded)) {}
+            span.p-bad style=(width(c.failed)) {}
+            span.p-run style=(width(c.running)) {}
+            span.p-idle style=(width(c.skipped + c.not_run)) {}
+        }
+    }
+}
+
+fn counts_text(c: &CountsDoc) -> String {
+    format!(
+        "{} succeeded · {} failed · {} running · {} pending · {} skipped · {} not run",
+        c.succeeded, c.failed, c.running, c.pending, c.skipped, c.not_run
+    )
+}
+
+/// `GET /ui/rollouts`
+pub async fn list(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    RawQuery(raw): RawQuery,
+) -> UiResult {
+    let (mut q, pairs): (ListRolloutsQuery, _) = page::query(raw.as_deref())?;
+    q.limit = Some(q.limit.unwrap_or(50));
+    let found = crate::api::rollouts::list_rollouts(State(state), Query(q))
+        .await?
+        .0;
+    let status = field(&pairs, "status");
+    let body = html! {
+        h1 { "Rollouts" }
+        form.filters.card method="get" action="/ui/rollouts" aria-label="Filter rollouts" {
+            label { "Status" select name="status" {
+                option value="" { "any" }
+                @for s in RolloutStatus::ALL.map(RolloutStatus::as_str) {
+                    option value=(s) selected[status == s] { (s) }
+                }
+            } }
+            label { "Name" input type="text" name="name" value=(field(&pairs, "name")) placeholder="fw-*"; }
+            button type="submit" { "Filter" }
+        }
+        @if found.items.is_empty() { p.muted { "No rollouts." } } @else {
+            div.table-wrap { table {
+                thead { tr { th { "Name" } th { "Operation" } th { "Status" } th { "Progress" }
+                    th.hide-narrow { "Wave" } th.hide-narrow { "Created" } } }
+                tbody { @for r in &found.items { tr {
+                    td { a href=(format!("/ui/rollouts/{}", r.id)) { (r.name) } }
+                    td { (r.operation) }
+                    td { (badge(&r.status)) }
+                    td { (progress(&r.counts)) span.muted { (r.counts.succeeded) "/" (r.counts.total) } }
+                    td.hide-narrow { (r.current_wave.map_or("—".into(), |w| format!("{} of {}", w + 1, r.waves.len()))) }
+                    td.hide-narrow { (time(Some(r.created_at))) }
+                } } }
+            } }
+        }
+        (page::pager("/ui/rollouts", &pairs, found.items.len(), found.total, found.next_cursor.as_deref()))
+    };
+    Ok(page::ok(page::layout(
+        "Rollouts",
+        "/ui/rollouts",
+        Some(&viewer),
+        body,
+    )))
+}
+
+/// The steering forms the rollout's state and the viewer's role allow.
+fn controls(r: &RolloutDoc, viewer: &Viewer) -> Markup {
+    let Some(csrf) = viewer
+        .csrf
+        .as_ref()
+        .filter(|_| viewer.may(Action::SteerRollout))
+    else {
+        return html! {};
+    };
+    if r.ended() {
+        return html! {};
+    }
+    let mut actions: Vec<(&str, &str, bool)> = Vec::new();
+    if r.strategy.approval_after_canary && !r.approved {
+        actions.push(("approve", "Approve the waves after the canary", false));
+    }
+    if r.status == "paused" {
+        actions.push(("resume", "Resume", false));
+    } else {
+        actions.push(("pause", "Pause", false));
+    }
+    actions.push(("abort", "Abort (running tasks finish)", true));
+    actions.push(("abort-cancel", "Abort and cancel running tasks", true));
+    html! {
+        div.actions aria-label="Steer the rollout" role="group" {
+            @for (action, label, danger) in actions {
+                form method="post" action=(format!("/ui/rollouts/{}/{action}", r.id)) {
+                    (csrf_field(csrf))
+                    @if danger { button.danger type="submit" { (label) } }
+                    @else { button type="submit" { (label) } }
+                }
+            }
+        }
+    }
+}
+
+fn wave(w: &WaveDoc, current: bool) -> Markup {
+    let title = if w.canary {
+        format!("Wave {} (canary)", w.index + 1)
+    } else {
+        format!("Wave {}", w.index + 1)
+    };
+    html! {
+        section.wave.card aria-current=[current.then_some("step")] {
+            h3 { (title) " " (badge(&w.status)) @if current { " " span.muted { "current" } } }
+            (progress(&w.counts))
+            p.muted { (w.counts.total) " racks: " (counts_text(&w.counts)) }
+            details open[current || w.status == "running" || w.status == "failed"] {
+                summary { "Racks of " (title.to_lowercase()) }
+                div.table-wrap { table {
+                    thead { tr { th { "Rack" } th { "Outcome" } th { "Task" } th.hide-narrow { "Reason" } } }
+                    tbody { @for rack in &w.racks { tr {
+                        td { a href=(format!("/ui/racks/{}", rack.rack_id)) { (rack.rack_name) } }
+                        td { (badge(&rack.outcome)) }
+                        td { @if let Some(t) = rack.task_id {
+                            a.mono href=(format!("/ui/tasks/{t}")) { (t.to_string()[..8]) }
+                            " " (badge(rack.task_status.as_deref().unwrap_or("unknown")))
+                        } @else { "—" } }
+                        td.hide-narrow { (rack.reason.as_deref().unwrap_or("")) }
+                    } } }
+                } }
+            }
+        }
+    }
+}
+
+/// The part of a rollout's page that changes.
+pub fn rollout_body(r: &RolloutDoc, viewer: &Viewer) -> Markup {
+    let budget = &r.failure_budget_used;
+    let limit = match (budget.max_failed_racks, budget.max_failed_fraction) {
+        (None, None) => "no limit".to_string(),
+        (Some(n), None) => format!("at most {n} racks"),
+        (None, Some(f)) => format!("at most {:.0}%", f * 100.0),
+        (Some(n), Some(f)) => format!("at most {n} racks and {:.0}%", f * 100.0),
+    };
+    let gate = if !r.strategy.approval_after_canary {
+        "none"
+    } else if r.approved {
+        "approved"
+    } else if r.status == "awaiting_approval" {
+        "waiting for approval"
+    } else {
+        "approval needed after the canary"
+    };
+    html! {
+        (controls(r, viewer))
+        div.card {
+            dl.facts {
+                dt { "Status" } dd data-status=(r.status) { (badge(&r.status)) }
+                dt { "Message" } dd { (r.message) }
+                dt { "Operation" } dd { (r.operation) }
+                dt { "Progress" } dd { (progress(&r.counts)) (r.counts.total) " racks: " (counts_text(&r.counts)) }
+                dt { "Current wave" } dd { (r.current_wave.map_or("—".into(), |w| format!("{} of {}", w + 1, r.waves.len()))) }
+                dt { "Approval gate" } dd { (gate) }
+                dt { "Failure budget" } dd {
+                    (budget.failed_racks) " failed (" (format!("{:.0}%", budget.failed_fraction * 100.0)) "), " (limit)
+                    @if budget.exceeded { " " (badge("exceeded")) }
+                }
+                @if let Some(w) = &r.window {
+                    dt { "Window" } dd { (time(Some(w.start))) " – " (time(Some(w.end))) }
+                }
+                dt { "Started" } dd { (time(r.started_at)) }
+                dt { "Finished" } dd { (time(r.finished_at)) }
+            }
+        }
+        h2 { "Waves" }
+        @for w in &r.waves { (wave(w, r.current_wave == Some(w.index) && !r.ended())) }
+    }
+}
+
+async fn load(state: &AppState, id: uuid::Uuid) -> Result<RolloutDoc, Problem> {
+    Ok(
+        crate::api::rollouts::get_rollout(State(state.clone()), Path(id.to_string()))
+            .await?
+            .0,
+    )
+}
+
+/// `GET /ui/rollouts/{id}`: the rollout, following changes live until it ends.
+pub async fn show(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> UiResult {
+    let id = uuid_param("id", &id)?;
+    let r = load(&state, id).await?;
+    let body = html! {
+        h1 { "Rollout " (r.name) }
+        @if r.ended() {
+            div id="rollout-live" { (rollout_body(&r, &viewer)) }
+        } @else {
+            div id="rollout-live" hx-ext="sse" sse-connect=(format!("/ui/rollouts/{id}/live"))
+                sse-swap="rollout" sse-close="done" aria-live="polite" {
+                (rollout_body(&r, &viewer))
+            }
+        }
+    };
+    Ok(page::ok(page::layout(
+        &format!("Rollout {}", r.name),
+        "/ui/rollouts",
+        Some(&viewer),
+        body,
+    )))
+}
+
+/// `GET /ui/rollouts/{id}/live`: `rollout` events carrying the re-rendered body whenever the
+/// rollout or one of its tasks changed, then `done` when it ends or the server shuts down.
+pub async fn live(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, page::UiError> {
+    let id = uuid_param("id", &id)?;
+    load(&state, id).await?;
+    let draining = state.draining();
+    let stream = futures::stream::unfold(
+        (state, viewer, String::new(), false, draining),
+        move |(state, viewer, seen, done, mut draining)| async move {
+            if done {
+                return None;
+            }
+            let mut first = true;
+            loop {
+                if !first {
+                    let shutting_down = tokio::select! {
+                        () = tokio::time::sleep(POLL) => false,
+                        _ = draining.wait_for(|d| *d) => true,
+                    };
+                    if shutting_down {
+                        let events = vec![Event::default().event("done").data("shutdown")];
+                        return Some((events, (state, viewer, seen, true, draining)));
+                    }
+                }
+                first = false;
+                let (data, ended) = match load(&state, id).await {
+                    Ok(doc) => (rollout_body(&doc, &viewer).into_string(), doc.ended()),
+                    Err(p) => (page::problem_box(&p).into_string(), true),
+                };
+                if data == seen {
+                    continue;
+                }
+                let mut events = vec![Event::default().event("rollout").data(data.clone())];
+                if ended {
+                    events.push(Event::default().event("done").data("ended"));
+                }
+                return Some((events, (state, viewer, data, ended, draining)));
+            }
+        },
+    );
+    let stream = futures::StreamExt::flat_map(stream, |events| {
+        futures::stream::iter(events.into_iter().map(Ok))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// `POST /ui/rollouts/{id}/{approve|pause|resume|abort|abort-cancel}`
+pub async fn steer(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path((id, action)): Path<(String, String)>,
+) -> UiResult {
+    viewer.require(Action::SteerRollout)?;
+    let id = uuid_param("id", &id)?;
+    let command = match action.as_str() {
+        "approve" => Command::Approve,
+        "pause" => Command::Pause,
+        "resume" => Command::Resume,
+        "abort" => Command::Abort {
+            cancel_running: false,
+        },
+        "abort-cancel" => Command::Abort {
+            cancel_running: true,
+        },
+        _ => {
+            return Err(Problem::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("no rollout action {action:?}"),
+            )
+            .into());
+        }
+    };
+    state.rollouts().command(id, command).await?;
+    Ok(Redirect::to(&format!("/ui/rollouts/{id}")).into_response())
+}
