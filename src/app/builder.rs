@@ -140,10 +140,7 @@ impl AppBuilder {
             rollout_engine,
             clock.clone(),
         ));
-        let observer = Observer::new(
-            registry.clone(),
-            config.components.observe_timeout,
-        );
+        let observer = Observer::new(registry.clone(), config.components.observe_timeout);
         let state = AppState(Arc::new(AppInner {
             auth: Authenticator::new(&config, db.clone(), clock.clone()),
             lookups: SerialLookups::new(db.clone()),

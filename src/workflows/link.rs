@@ -14,6 +14,8 @@ use uuid::Uuid;
 use super::engine::TemporalEngine;
 use super::worker;
 use crate::operations::plan::Plan;
+use crate::rollouts::RolloutEngine;
+use crate::rollouts::model::Command;
 use crate::tasks::{EngineError, RunState, WorkflowEngine};
 
 /// Bound on one connection attempt (and on each health probe).
@@ -171,7 +173,7 @@ impl WorkflowEngine for LinkedEngine {
         plan: &Plan,
         timeout: Duration,
     ) -> Result<String, EngineError> {
-        self.engine()?.start(task_id, plan, timeout).await
+        WorkflowEngine::start(&self.engine()?, task_id, plan, timeout).await
     }
 
     async fn cancel(&self, task_id: Uuid, reason: &str) -> Result<(), EngineError> {
@@ -199,5 +201,21 @@ impl WorkflowEngine for LinkedEngine {
 
     fn available(&self) -> bool {
         self.link.is_healthy()
+    }
+
+    fn rollouts(&self) -> Option<Arc<dyn RolloutEngine>> {
+        Some(Arc::new(self.clone()))
+    }
+}
+
+/// Rollouts go through the same link as tasks: refused while Temporal is unreachable.
+#[async_trait]
+impl RolloutEngine for LinkedEngine {
+    async fn start(&self, rollout_id: Uuid) -> Result<(), EngineError> {
+        RolloutEngine::start(&self.engine()?, rollout_id).await
+    }
+
+    async fn signal(&self, rollout_id: Uuid, command: Command) -> Result<(), EngineError> {
+        self.engine()?.signal(rollout_id, command).await
     }
 }

@@ -7,10 +7,10 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::inventory::targets as resolve;
 use crate::operations::plan::{self, Plan};
 use crate::tasks::engine::EngineError;
 use crate::tasks::model::{Task, TaskStatus};
-use crate::inventory::targets as resolve;
 use crate::tasks::{TaskService, store};
 
 impl TaskService {

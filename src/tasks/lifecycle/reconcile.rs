@@ -6,10 +6,10 @@ use std::collections::HashSet;
 use chrono::Duration;
 use uuid::Uuid;
 
+use crate::db::lease;
 use crate::error::Result;
 use crate::tasks::engine::{RunState, engine_error};
 use crate::tasks::model::TaskStatus;
-use crate::db::lease;
 use crate::tasks::{TaskService, store};
 
 /// The lease the reconciler runs under, one process at a time.

@@ -21,11 +21,11 @@ use uuid::Uuid;
 
 use self::admission::ACTIVE;
 use crate::error::Result;
+use crate::inventory::targets::{self as resolve, RackWork};
 use crate::operations::model::OperationSpec;
 use crate::operations::plan::Plan;
 use crate::tasks::engine::{EngineError, engine_error};
 use crate::tasks::model::{Task, TaskComponent, TaskStatus};
-use crate::inventory::targets::{self as resolve, RackWork};
 use crate::tasks::{TaskService, store};
 
 pub use admission::Outcome;

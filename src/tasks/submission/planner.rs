@@ -15,11 +15,11 @@ use super::admission::{self, Outcome};
 use super::capability;
 use crate::components::registry::Registry;
 use crate::error::Result;
+use crate::inventory::targets::RackWork;
 use crate::operations::model::OperationSpec;
 use crate::operations::plan::{self, Plan};
 use crate::rules::model::{Rule, RuleSource};
 use crate::tasks::model::{Footprint, Task, TaskComponent, TaskStatus};
-use crate::inventory::targets::RackWork;
 
 /// Why a rack gets no task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

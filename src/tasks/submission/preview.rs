@@ -7,8 +7,8 @@ use super::admission::ACTIVE;
 use super::planner::{self, Decision};
 use crate::components::registry::Registry;
 use crate::error::Result;
-use crate::operations::model::OperationSpec;
 use crate::inventory::targets as resolve;
+use crate::operations::model::OperationSpec;
 use crate::tasks::store;
 
 /// What a submission would do on one rack.

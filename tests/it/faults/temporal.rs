@@ -230,3 +230,75 @@ async fn an_inventory_only_process_refuses_operations_at_once_and_creates_nothin
     assert_eq!(ready.status, 200, "{}", ready.text);
     assert_eq!(ready.body["checks"]["temporal"]["status"], "disabled");
 }
+
+/// A rollout of two racks in waves of one, as `flow serve` is asked for it.
+fn served_rollout() -> Value {
+    json!({
+        "name": "served",
+        "operation": {"kind": "power_on"},
+        "target_spec": {
+            "racks": [{"name": "rack-0001"}, {"name": "rack-0002"}],
+            "component_types": ["compute"],
+        },
+        "strategy": {"batch_size": 1},
+    })
+}
+
+/// Rollouts go through `flow serve`'s Temporal link as tasks do: one runs to its end, and
+/// while Temporal is down a new one is refused with 503 and nothing is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_through_flow_serve_runs_to_its_end_and_is_refused_while_temporal_is_down() {
+    tokio::time::timeout(Duration::from_secs(240), async {
+        let db = TestDb::new(Backend::Sqlite).await;
+        let mut temporal = OwnTemporal::unstarted();
+        temporal.start().await;
+        let port = free_port();
+        let flow = FlowProcess::spawn(&["serve"], &flow_env(&db, &temporal, port));
+        let http = Http::new(port);
+        http.wait_up(&flow).await;
+        for i in 1..=2 {
+            let created = http
+                .call("POST", "/v1/expected-racks", Some(&gb200_rack(i, 1)))
+                .await;
+            assert_eq!(created.status, 201, "{created:?}");
+        }
+        let accepted = eventually(Duration::from_secs(60), "a rollout is accepted", || async {
+            let a = http
+                .call("POST", "/v1/rollouts", Some(&served_rollout()))
+                .await;
+            match a.status {
+                201 => Some(a),
+                503 => None,
+                _ => panic!("unexpected answer: {a:?}"),
+            }
+        })
+        .await;
+        let path = format!("/v1/rollouts/{}", accepted.body["id"].as_str().unwrap());
+        let ended = eventually(Duration::from_secs(120), "the rollout ends", || async {
+            let a = http.call("GET", &path, None).await;
+            let status = a.body["status"].as_str().unwrap_or_default().to_string();
+            ["succeeded", "failed", "halted", "aborted"]
+                .contains(&status.as_str())
+                .then_some(a)
+        })
+        .await;
+        assert_eq!(ended.body["status"], "succeeded", "{ended:?}");
+
+        temporal.stop().await;
+        eventually(Duration::from_secs(15), "readyz says 503", || async {
+            let a = http.call("GET", "/readyz", None).await;
+            (a.status == 503).then_some(a)
+        })
+        .await;
+        let listed = http.call("GET", "/v1/rollouts", None).await;
+        let before = listed.body["items"].as_array().map(Vec::len);
+        let refused = http
+            .call("POST", "/v1/rollouts", Some(&served_rollout()))
+            .await;
+        assert_refused(&refused);
+        let listed = http.call("GET", "/v1/rollouts", None).await;
+        assert_eq!(listed.body["items"].as_array().map(Vec::len), before);
+    })
+    .await
+    .expect("bounded in time");
+}
