@@ -124,24 +124,27 @@ impl RackActivities {
         let attempt = ctx.info().attempt;
         let db = self.tasks.db();
         let (task, stage, component) = (input.task_id, input.stage, input.device.component_id);
+        // Every step change goes to the task lifecycle as one typed update.
+        let record = |status: StepStatus, error: Option<String>, event: String| {
+            let update = StepUpdate {
+                task_id: task,
+                stage,
+                component_id: component,
+                status,
+                attempts: attempt,
+                error,
+                event,
+            };
+            let tasks = Arc::clone(&self.tasks);
+            async move { tasks.record_step(&update).await.map_err(activity_error) }
+        };
         let labels: Vec<String> = input.actions.iter().map(Action::label).collect();
         let start_note = format!(
             "attempt {attempt}: {} on {}",
             labels.join(", "),
             input.device.name
         );
-        self.tasks
-            .record_step(&StepUpdate {
-                task_id: task,
-                stage,
-                component_id: component,
-                status: StepStatus::Running,
-                attempts: attempt,
-                error: None,
-                event: start_note,
-            })
-            .await
-            .map_err(activity_error)?;
+        record(StepStatus::Running, None, start_note).await?;
         let progress = Heartbeat(&ctx, std::sync::Mutex::new(None));
         let result = {
             let work = steps::run_all(
@@ -187,67 +190,28 @@ impl RackActivities {
         }
         match result {
             Ok(detail) => {
-                self.tasks
-                    .record_step(&StepUpdate {
-                        task_id: task,
-                        stage,
-                        component_id: component,
-                        status: StepStatus::Succeeded,
-                        attempts: attempt,
-                        error: None,
-                        event: detail,
-                    })
-                    .await
-                    .map_err(activity_error)?;
+                record(StepStatus::Succeeded, None, detail).await?;
                 Ok(outcome(None))
             }
             Err(StepFailure::Cancelled) => {
-                self.tasks
-                    .record_step(&StepUpdate {
-                        task_id: task,
-                        stage,
-                        component_id: component,
-                        status: StepStatus::Cancelled,
-                        attempts: attempt,
-                        error: None,
-                        event: "cancelled".to_string(),
-                    })
-                    .await
-                    .map_err(activity_error)?;
+                record(StepStatus::Cancelled, None, "cancelled".to_string()).await?;
                 Err(ActivityError::cancelled())
             }
             Err(failure) if failure.is_retryable() && attempt < input.max_attempts => {
                 let note = format!("attempt {attempt} failed: {failure}; will retry");
-                self.tasks
-                    .record_step(&StepUpdate {
-                        task_id: task,
-                        stage,
-                        component_id: component,
-                        status: StepStatus::Running,
-                        attempts: attempt,
-                        error: Some(failure.to_string()),
-                        event: note,
-                    })
-                    .await
-                    .map_err(activity_error)?;
+                record(StepStatus::Running, Some(failure.to_string()), note).await?;
                 Err(ActivityError::application(ApplicationFailure::new(
                     failure.to_string(),
                 )))
             }
             Err(failure) => {
                 let error = failure.to_string();
-                self.tasks
-                    .record_step(&StepUpdate {
-                        task_id: task,
-                        stage,
-                        component_id: component,
-                        status: StepStatus::Failed,
-                        attempts: attempt,
-                        error: Some(error.clone()),
-                        event: format!("failed: {error}"),
-                    })
-                    .await
-                    .map_err(activity_error)?;
+                record(
+                    StepStatus::Failed,
+                    Some(error.clone()),
+                    format!("failed: {error}"),
+                )
+                .await?;
                 Ok(outcome(Some(error)))
             }
         }
