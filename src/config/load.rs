@@ -12,6 +12,10 @@ use super::settings::{self, EnvForm, Kind, SETTINGS, Setting};
 use super::{Config, ConfigError, legacy};
 
 /// The configuration with every setting at its default.
+#[allow(
+    clippy::expect_used,
+    reason = "the defaults are constants, and a unit test loads them"
+)]
 pub(super) fn defaults() -> Config {
     build(defaults_table()).expect("the defined defaults make a valid configuration")
 }
@@ -163,7 +167,10 @@ fn set(tree: &mut Table, path: &str, value: Value) {
         if !next.is_table() {
             *next = Value::Table(Table::new());
         }
-        table = next.as_table_mut().expect("made a table above");
+        let Value::Table(next) = next else {
+            return; // made a table just above
+        };
+        table = next;
     }
     table.insert(leaf.into(), value);
 }

@@ -5,13 +5,16 @@
 
 use super::validate::check;
 
+/// A check of one value; the error completes "`FLOW_X (x)` …".
+pub type Check = fn(&str) -> Result<(), String>;
+
 /// How a setting's value is read and checked.
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
     /// A string, with a check beyond "is a string" when given.
     Text {
         default: &'static str,
-        check: Option<fn(&str) -> Result<(), String>>,
+        check: Option<Check>,
     },
     /// A string that may be unset (no default).
     Optional,
@@ -107,7 +110,7 @@ const fn text(
     env: &'static str,
     path: &'static str,
     default: &'static str,
-    check: fn(&str) -> Result<(), String>,
+    check: Check,
 ) -> Setting {
     Setting::new(
         env,
