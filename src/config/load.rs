@@ -193,3 +193,44 @@ pub(super) fn get<'t>(tree: &'t Table, path: &str) -> Option<&'t Value> {
     }
     Some(value)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::super::Config;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn file_values_of_the_wrong_type_name_the_setting() {
+        let dir = std::env::temp_dir().join(format!("flow-config-type-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (line, named) in [
+            (
+                "psm_timeout_secs = \"soon\"",
+                "FLOW_PSM_TIMEOUT_SECS (psm_timeout_secs)",
+            ),
+            (
+                "redfish_insecure = 1",
+                "FLOW_REDFISH_INSECURE (redfish_insecure)",
+            ),
+            (
+                "sim_fail_serials = \"SN1\"",
+                "FLOW_SIM_FAIL_SERIALS (sim_fail_serials)",
+            ),
+            ("redfish_port = 70000", "FLOW_REDFISH_PORT (redfish_port)"),
+        ] {
+            let file = dir.join("flow.toml");
+            std::fs::write(&file, format!("{line}\n")).unwrap();
+            let err = Config::load(&env(&[("FLOW_CONFIG", file.to_str().unwrap())])).unwrap_err();
+            assert!(err.to_string().contains(named), "{line}: {err}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
