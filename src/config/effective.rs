@@ -74,8 +74,11 @@ mod tests {
         assert_eq!(ENV_VARS.len(), settings::SETTINGS.len() + 1);
         let optional: Vec<(&str, &str)> = settings::SETTINGS
             .iter()
-            .filter(|s| matches!(s.kind, Kind::Optional))
-            .map(|s| (s.env, "/etc/flow/x"))
+            .filter(|s| matches!(s.kind, Kind::Optional { .. }))
+            .map(|s| match s.env.ends_with("_URL") {
+                true => (s.env, "https://idp.example/keys"),
+                false => (s.env, "/etc/flow/x"),
+            })
             .collect();
         let c = Config::load(&env(&optional)).unwrap();
         let effective = c.effective();

@@ -63,7 +63,7 @@ fn defaults_table() -> Table {
     for setting in SETTINGS {
         let value = match setting.kind {
             Kind::Text { default, .. } => Value::String(default.into()),
-            Kind::Optional => continue,
+            Kind::Optional { .. } => continue,
             Kind::Int { default, .. } => Value::Integer(default as i64),
             Kind::Float { default, .. } => Value::Float(default),
             Kind::Bool { default } => Value::Boolean(default),
@@ -90,7 +90,7 @@ fn env_text(setting: &Setting, env: &HashMap<String, String>) -> Option<String> 
 fn from_env(setting: &Setting, text: &str) -> Result<Value, ConfigError> {
     let bad = |e: &dyn std::fmt::Display| ConfigError(format!("{}={text:?}: {e}", setting.env));
     Ok(match setting.kind {
-        Kind::Text { .. } | Kind::Optional => Value::String(text.into()),
+        Kind::Text { .. } | Kind::Optional { .. } => Value::String(text.into()),
         Kind::Int { .. } => Value::Integer(text.parse().map_err(|e| bad(&e))?),
         Kind::Float { .. } => Value::Float(text.parse().map_err(|e| bad(&e))?),
         Kind::Bool { .. } => Value::Boolean(text.parse().map_err(|e| bad(&e))?),
@@ -116,11 +116,13 @@ fn check(setting: &Setting, tree: &mut Table) -> Result<(), ConfigError> {
         Err(ConfigError(format!("{name}{space}{what}")))
     };
     match (setting.kind, &*value) {
-        (Kind::Text { check, .. }, Value::String(s)) => match check.map(|c| c(s)) {
-            Some(Err(e)) => problem(e),
-            _ => Ok(()),
-        },
-        (Kind::Optional, Value::String(_)) | (Kind::Bool { .. }, Value::Boolean(_)) => Ok(()),
+        (Kind::Text { check, .. } | Kind::Optional { check }, Value::String(s)) => {
+            match check.map(|c| c(s)) {
+                Some(Err(e)) => problem(e),
+                _ => Ok(()),
+            }
+        }
+        (Kind::Bool { .. }, Value::Boolean(_)) => Ok(()),
         (Kind::Int { min, max, .. }, Value::Integer(n)) => {
             if u64::try_from(*n).is_ok_and(|n| (min..=max).contains(&n)) {
                 Ok(())
@@ -145,7 +147,7 @@ fn check(setting: &Setting, tree: &mut Table) -> Result<(), ConfigError> {
         (kind, other) => problem(format!(
             "must be {}, not a {}",
             match kind {
-                Kind::Text { .. } | Kind::Optional => "a string",
+                Kind::Text { .. } | Kind::Optional { .. } => "a string",
                 Kind::Int { .. } => "a whole number",
                 Kind::Float { .. } => "a number",
                 Kind::Bool { .. } => "true or false",
