@@ -45,14 +45,14 @@ impl JwtVerifier {
     /// From validated configuration (`Config::validate` checked every `FLOW_JWT_*` value).
     pub fn from_config(config: &Config) -> Self {
         let config = &config.auth.jwt;
-        let keys = if config.jwks_url.is_empty() {
+        let keys = if let Some(url) = &config.jwks_url {
+            KeySource::Remote(RemoteKeys::new(url.to_string()))
+        } else {
             KeySource::Static(
                 std::fs::read_to_string(&config.jwks_file)
                     .map_err(|e| e.to_string())
                     .and_then(|text| KeySet::parse(&text)),
             )
-        } else {
-            KeySource::Remote(RemoteKeys::new(config.jwks_url.clone()))
         };
         Self {
             keys,

@@ -52,3 +52,70 @@ impl Config {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::super::settings::{self, Kind};
+    use super::super::{Config, ENV_VARS};
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn every_setting_has_one_variable_and_a_place_in_the_tree() {
+        let names: std::collections::BTreeSet<&str> = ENV_VARS.iter().copied().collect();
+        assert_eq!(names.len(), ENV_VARS.len(), "a variable defined twice");
+        assert_eq!(ENV_VARS.len(), settings::SETTINGS.len() + 1);
+        let optional: Vec<(&str, &str)> = settings::SETTINGS
+            .iter()
+            .filter(|s| matches!(s.kind, Kind::Optional { .. }))
+            .map(|s| match s.env.ends_with("_URL") {
+                true => (s.env, "https://idp.example/keys"),
+                false => (s.env, "/etc/flow/x"),
+            })
+            .collect();
+        let c = Config::load(&env(&optional)).unwrap();
+        let effective = c.effective();
+        assert_eq!(effective.len(), settings::SETTINGS.len());
+        assert!(effective.contains(&("redfish_password".into(), "\"***\"".into())));
+    }
+
+    #[test]
+    fn the_effective_configuration_reads_back_as_the_same_configuration() {
+        let c = Config::load(&env(&[
+            ("FLOW_DATABASE_URL", "postgres://flow@db/flow"),
+            ("FLOW_COMPONENT_MANAGERS", "powershelf=psm,compute=sim"),
+            ("FLOW_SIM_SLOW_SERIALS", "SN3,SN4"),
+            ("FLOW_SIM_FAILURE_RATE", "0.25"),
+            ("FLOW_SCHEDULE_TICK_MS", "250"),
+            ("FLOW_AUTH", "token"),
+        ]))
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("flow-config-back-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("effective.toml");
+        std::fs::write(&file, c.effective_toml()).unwrap();
+        let again = Config::load(&env(&[("FLOW_CONFIG", file.to_str().unwrap())])).unwrap();
+        assert_eq!(again, c);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn debug_output_hides_every_secret() {
+        let c = Config::load(&env(&[
+            ("FLOW_DATABASE_URL", "postgres://flow:db-s3cret@db/flow"),
+            ("FLOW_REDFISH_USERNAME", "admin"),
+            ("FLOW_REDFISH_PASSWORD", "bmc-s3cret"),
+        ]))
+        .unwrap();
+        let text = format!("{c:?}{}", c.effective_toml());
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("postgres://flow:***@db/flow"), "{text}");
+    }
+}

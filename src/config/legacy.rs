@@ -22,7 +22,6 @@ pub const LEGACY_ENV_VARS: &[&str] = &[
 /// The settings the legacy variables give values to, as variable text.
 pub(super) fn values(env: &HashMap<String, String>) -> Vec<(&'static Setting, String)> {
     let get = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
-    let setting = |env: &str| by_env(env).expect("a defined setting");
     let mut values = Vec::new();
     if let Some(host) = get("DB_ADDR") {
         let port = get("DB_PORT").unwrap_or_else(|| "5432".into());
@@ -32,17 +31,14 @@ pub(super) fn values(env: &HashMap<String, String>) -> Vec<(&'static Setting, St
             .unwrap_or_default();
         let database = get("DB_DATABASE").unwrap_or_else(|| "flow".into());
         let url = format!("postgres://{user}{password}@{host}:{port}/{database}");
-        values.push((setting("FLOW_DATABASE_URL"), url));
+        values.push(("FLOW_DATABASE_URL", url));
     }
     if let Some(host) = get("TEMPORAL_HOST") {
         let port = get("TEMPORAL_PORT").unwrap_or_else(|| "7233".into());
-        values.push((
-            setting("FLOW_TEMPORAL_ADDRESS"),
-            format!("http://{host}:{port}"),
-        ));
+        values.push(("FLOW_TEMPORAL_ADDRESS", format!("http://{host}:{port}")));
     }
     if let Some(ns) = get("TEMPORAL_NAMESPACE") {
-        values.push((setting("FLOW_TEMPORAL_NAMESPACE"), ns));
+        values.push(("FLOW_TEMPORAL_NAMESPACE", ns));
     }
     if let Some(url) = get("PSM_API_URL") {
         let url = if url.contains("://") {
@@ -50,7 +46,11 @@ pub(super) fn values(env: &HashMap<String, String>) -> Vec<(&'static Setting, St
         } else {
             format!("http://{url}")
         };
-        values.push((setting("FLOW_PSM_URL"), url));
+        values.push(("FLOW_PSM_URL", url));
     }
+    // Each name above is a defined setting's variable.
     values
+        .into_iter()
+        .filter_map(|(name, text)| Some((by_env(name)?, text)))
+        .collect()
 }

@@ -12,6 +12,10 @@ use super::settings::{self, EnvForm, Kind, SETTINGS, Setting};
 use super::{Config, ConfigError, legacy};
 
 /// The configuration with every setting at its default.
+#[allow(
+    clippy::expect_used,
+    reason = "the defaults are constants, and a unit test loads them"
+)]
 pub(super) fn defaults() -> Config {
     build(defaults_table()).expect("the defined defaults make a valid configuration")
 }
@@ -59,7 +63,7 @@ fn defaults_table() -> Table {
     for setting in SETTINGS {
         let value = match setting.kind {
             Kind::Text { default, .. } => Value::String(default.into()),
-            Kind::Optional => continue,
+            Kind::Optional { .. } => continue,
             Kind::Int { default, .. } => Value::Integer(default as i64),
             Kind::Float { default, .. } => Value::Float(default),
             Kind::Bool { default } => Value::Boolean(default),
@@ -86,7 +90,7 @@ fn env_text(setting: &Setting, env: &HashMap<String, String>) -> Option<String> 
 fn from_env(setting: &Setting, text: &str) -> Result<Value, ConfigError> {
     let bad = |e: &dyn std::fmt::Display| ConfigError(format!("{}={text:?}: {e}", setting.env));
     Ok(match setting.kind {
-        Kind::Text { .. } | Kind::Optional => Value::String(text.into()),
+        Kind::Text { .. } | Kind::Optional { .. } => Value::String(text.into()),
         Kind::Int { .. } => Value::Integer(text.parse().map_err(|e| bad(&e))?),
         Kind::Float { .. } => Value::Float(text.parse().map_err(|e| bad(&e))?),
         Kind::Bool { .. } => Value::Boolean(text.parse().map_err(|e| bad(&e))?),
@@ -112,11 +116,13 @@ fn check(setting: &Setting, tree: &mut Table) -> Result<(), ConfigError> {
         Err(ConfigError(format!("{name}{space}{what}")))
     };
     match (setting.kind, &*value) {
-        (Kind::Text { check, .. }, Value::String(s)) => match check.map(|c| c(s)) {
-            Some(Err(e)) => problem(e),
-            _ => Ok(()),
-        },
-        (Kind::Optional, Value::String(_)) | (Kind::Bool { .. }, Value::Boolean(_)) => Ok(()),
+        (Kind::Text { check, .. } | Kind::Optional { check }, Value::String(s)) => {
+            match check.map(|c| c(s)) {
+                Some(Err(e)) => problem(e),
+                _ => Ok(()),
+            }
+        }
+        (Kind::Bool { .. }, Value::Boolean(_)) => Ok(()),
         (Kind::Int { min, max, .. }, Value::Integer(n)) => {
             if u64::try_from(*n).is_ok_and(|n| (min..=max).contains(&n)) {
                 Ok(())
@@ -141,7 +147,7 @@ fn check(setting: &Setting, tree: &mut Table) -> Result<(), ConfigError> {
         (kind, other) => problem(format!(
             "must be {}, not a {}",
             match kind {
-                Kind::Text { .. } | Kind::Optional => "a string",
+                Kind::Text { .. } | Kind::Optional { .. } => "a string",
                 Kind::Int { .. } => "a whole number",
                 Kind::Float { .. } => "a number",
                 Kind::Bool { .. } => "true or false",
@@ -163,7 +169,10 @@ fn set(tree: &mut Table, path: &str, value: Value) {
         if !next.is_table() {
             *next = Value::Table(Table::new());
         }
-        table = next.as_table_mut().expect("made a table above");
+        let Value::Table(next) = next else {
+            return; // made a table just above
+        };
+        table = next;
     }
     table.insert(leaf.into(), value);
 }
@@ -185,4 +194,45 @@ pub(super) fn get<'t>(tree: &'t Table, path: &str) -> Option<&'t Value> {
         value = value.as_table()?.get(part)?;
     }
     Some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::super::Config;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn file_values_of_the_wrong_type_name_the_setting() {
+        let dir = std::env::temp_dir().join(format!("flow-config-type-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (line, named) in [
+            (
+                "psm_timeout_secs = \"soon\"",
+                "FLOW_PSM_TIMEOUT_SECS (psm_timeout_secs)",
+            ),
+            (
+                "redfish_insecure = 1",
+                "FLOW_REDFISH_INSECURE (redfish_insecure)",
+            ),
+            (
+                "sim_fail_serials = \"SN1\"",
+                "FLOW_SIM_FAIL_SERIALS (sim_fail_serials)",
+            ),
+            ("redfish_port = 70000", "FLOW_REDFISH_PORT (redfish_port)"),
+        ] {
+            let file = dir.join("flow.toml");
+            std::fs::write(&file, format!("{line}\n")).unwrap();
+            let err = Config::load(&env(&[("FLOW_CONFIG", file.to_str().unwrap())])).unwrap_err();
+            assert!(err.to_string().contains(named), "{line}: {err}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,12 +1,12 @@
 //! Typed configuration, loaded once at start-up as a tree of sections (server, database,
 //! temporal, psm, redfish, sim, …).
 //!
-//! Each setting is defined once, in [`settings`]: its `FLOW_*` variable (the file key is the same
+//! Each setting is defined once, in `settings`: its `FLOW_*` variable (the file key is the same
 //! name without `FLOW_`, in lower case), its place in the tree, its default, its checks and
-//! whether it is secret. The loader ([`load`]) layers defaults, then the TOML file `FLOW_CONFIG`
-//! names, then the original service's variables ([`legacy`]), then `FLOW_*` variables; every
+//! whether it is secret. The loader (`load`) layers defaults, then the TOML file `FLOW_CONFIG`
+//! names, then the original service's variables (`legacy`), then `FLOW_*` variables; every
 //! value is checked against its definition before the tree is built, so an error names the
-//! variable. The sections themselves are in [`tree`].
+//! variable. The sections themselves are in `tree`.
 
 use std::collections::HashMap;
 

@@ -5,16 +5,21 @@
 
 use super::validate::check;
 
+/// A check of one value; the error completes "`FLOW_X (x)` …".
+pub type Check = fn(&str) -> Result<(), String>;
+
 /// How a setting's value is read and checked.
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
     /// A string, with a check beyond "is a string" when given.
     Text {
         default: &'static str,
-        check: Option<fn(&str) -> Result<(), String>>,
+        check: Option<Check>,
     },
-    /// A string that may be unset (no default).
-    Optional,
+    /// A string that may be unset (no default), with a check when given.
+    Optional {
+        check: Option<Check>,
+    },
     /// A whole number in `min..=max`: sizes, counts, durations in the variable's unit.
     Int {
         default: u64,
@@ -107,7 +112,7 @@ const fn text(
     env: &'static str,
     path: &'static str,
     default: &'static str,
-    check: fn(&str) -> Result<(), String>,
+    check: Check,
 ) -> Setting {
     Setting::new(
         env,
@@ -133,7 +138,7 @@ const fn free(env: &'static str, path: &'static str, default: &'static str) -> S
 }
 
 const fn optional(env: &'static str, path: &'static str) -> Setting {
-    Setting::new(env, path, Kind::Optional)
+    Setting::new(env, path, Kind::Optional { check: None })
 }
 
 const fn int(env: &'static str, path: &'static str, default: u64, min: u64, max: u64) -> Setting {
@@ -288,7 +293,14 @@ pub const SETTINGS: &[Setting] = &[
     ),
     optional("FLOW_FIRMWARE_CATALOG", "redfish.firmware_catalog"),
     text("FLOW_AUTH", "auth.mode", "", check::auth_modes).form(EnvForm::Trimmed),
-    free("FLOW_JWT_JWKS_URL", "auth.jwt.jwks_url", ""),
+    Setting::new(
+        "FLOW_JWT_JWKS_URL",
+        "auth.jwt.jwks_url",
+        Kind::Optional {
+            check: Some(check::jwks_url),
+        },
+    )
+    .form(EnvForm::Trimmed),
     free("FLOW_JWT_JWKS_FILE", "auth.jwt.jwks_file", ""),
     free("FLOW_JWT_ISSUER", "auth.jwt.issuer", ""),
     free("FLOW_JWT_AUDIENCE", "auth.jwt.audience", ""),

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use super::units::{millis, secs};
@@ -181,7 +182,8 @@ pub struct Auth {
 #[serde(deny_unknown_fields)]
 pub struct Jwt {
     /// The identity provider's key set, fetched (and refetched on an unknown key id)...
-    pub jwks_url: String,
+    #[serde(default, with = "super::units::optional_url")]
+    pub jwks_url: Option<Url>,
     /// ...or read from a file.
     pub jwks_file: String,
     /// Required `iss`.

@@ -166,7 +166,7 @@ impl Jwks {
 pub fn auth_config(jwks: &Jwks) -> Config {
     let mut config = Config::default();
     config.auth.mode = "jwt,token".into();
-    config.auth.jwt.jwks_url = jwks.url.clone();
+    config.auth.jwt.jwks_url = jwks.url.parse().ok();
     config.auth.jwt.issuer = ISSUER.into();
     config.auth.jwt.audience = AUDIENCE.into();
     config
