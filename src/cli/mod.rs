@@ -2,6 +2,7 @@
 
 pub mod client;
 pub mod components;
+pub mod follow;
 pub mod input;
 pub mod list;
 pub mod nvl;

@@ -3,15 +3,13 @@
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use reqwest::Method;
 use serde_json::Value;
 
 use super::client::{CliError, Client};
+use super::follow::{Followed, Progress, follow};
 use super::output::cell;
-use super::watch::SseParser;
 
 const ENDED: [&str; 4] = ["succeeded", "failed", "halted", "aborted"];
 
@@ -21,63 +19,18 @@ fn ended(rollout: &Value) -> bool {
         .is_some_and(|s| ENDED.contains(&s))
 }
 
-/// How many times in a row the stream may fail before the watcher gives up.
-const MAX_FAILURES: u32 = 5;
-
 /// Follows the rollout until it ends; answers its last document.
 pub async fn watch(client: &Client, id: &str) -> Result<Value, CliError> {
+    let path = format!("/v1/rollouts/{id}");
+    let what = Followed {
+        path: &path,
+        event: "rollout",
+        ended,
+    };
     let mut view = View::new();
-    let mut failures = 0;
-    loop {
-        let error = match stream(client, id, &mut view).await {
-            Ok(Some(done)) => return Ok(view.finish(done)),
-            Ok(None) => None,
-            Err(e @ CliError::Api { .. }) => return Err(e),
-            Err(e) => Some(e),
-        };
-        // The stream closed before the end: ask the rollout itself.
-        let error = match client.get(&format!("/v1/rollouts/{id}"), &[]).await {
-            Ok(reply) if ended(&reply.body) => {
-                view.update(&reply.body);
-                return Ok(view.finish(reply.body));
-            }
-            Ok(_) => error,
-            Err(e @ CliError::Api { .. }) => return Err(e),
-            Err(e) => Some(e),
-        };
-        if let Some(error) = error {
-            failures += 1;
-            if failures >= MAX_FAILURES {
-                return Err(error);
-            }
-            tokio::time::sleep(Duration::from_millis(500 * u64::from(failures))).await;
-        }
-    }
-}
-
-async fn stream(client: &Client, id: &str, view: &mut View) -> Result<Option<Value>, CliError> {
-    let request = client
-        .request(Method::GET, &format!("/v1/rollouts/{id}/events"))
-        .header("accept", "text/event-stream");
-    let mut response = client.open_stream(request).await?;
-    let mut parser = SseParser::default();
-    while let Some(chunk) = response.chunk().await? {
-        for (event, data) in parser.push(&chunk) {
-            match event.as_str() {
-                "rollout" => {
-                    let body: Value = serde_json::from_str(&data)
-                        .map_err(|e| CliError::Transport(format!("bad rollout event: {e}")))?;
-                    view.update(&body);
-                    if ended(&body) {
-                        return Ok(Some(body));
-                    }
-                }
-                "error" => return Err(CliError::Transport(format!("rollout stream: {data}"))),
-                _ => {}
-            }
-        }
-    }
-    Ok(None)
+    let last = follow(client, &what, &mut view).await;
+    view.finish();
+    Ok(last?.body)
 }
 
 /// The rollout on screen: a header and a bar per wave.
@@ -111,6 +64,21 @@ impl View {
         }
     }
 
+    fn plain(&mut self, key: &str, line: String) {
+        if self.printed.get(key) != Some(&line) {
+            eprintln!("{}", line.trim_start());
+            self.printed.insert(key.to_string(), line);
+        }
+    }
+
+    fn finish(&self) {
+        for bar in self.waves.iter().chain(&self.header) {
+            bar.abandon();
+        }
+    }
+}
+
+impl Progress for View {
     fn update(&mut self, r: &Value) {
         let c = &r["counts"];
         let header = format!(
@@ -172,19 +140,5 @@ impl View {
                 );
             }
         }
-    }
-
-    fn plain(&mut self, key: &str, line: String) {
-        if self.printed.get(key) != Some(&line) {
-            eprintln!("{}", line.trim_start());
-            self.printed.insert(key.to_string(), line);
-        }
-    }
-
-    fn finish(self, last: Value) -> Value {
-        for bar in self.waves.iter().chain(&self.header) {
-            bar.abandon();
-        }
-        last
     }
 }
