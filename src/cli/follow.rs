@@ -3,7 +3,7 @@
 //!
 //! A stream may close before the end (its time limit, a restarting server); the follower then
 //! reads the resource itself, and reconnects with a growing pause until it has ended or the
-//! connection failed [`MAX_FAILURES`] times in a row. An answer from the API (404, …) ends the
+//! connection failed `MAX_FAILURES` times in a row. An answer from the API (404, …) ends the
 //! follow at once: retrying cannot change it.
 
 use std::time::Duration;
