@@ -18,8 +18,9 @@ import threading
 import time
 import urllib.parse
 
-import report
-from report import load
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
+import report  # noqa: E402
+from report import load  # noqa: E402
 
 # One GB200-shaped rack; rack.lua builds the very same bodies for the import run.
 COMPUTE, NVSWITCH, POWERSHELF, TOR = 18, 9, 8, 2
