@@ -60,6 +60,7 @@ pub const ENV_VARS: &[&str] = &[
     "FLOW_JWT_ROLE_MAP",
     "FLOW_METRICS_PUBLIC",
     "FLOW_AUDIT_RETENTION_DAYS",
+    "FLOW_LOOKUP_BATCHING",
 ];
 
 /// The original service's variable names, still accepted for operators moving over.
