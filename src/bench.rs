@@ -176,27 +176,29 @@ pub async fn main_from_args(args: impl Iterator<Item = String>) -> anyhow::Resul
             };
             let mut results = Vec::with_capacity(args.workflows);
             for first in (0..args.workflows).step_by(group) {
-            let last = (first + group).min(args.workflows);
-            let starts = (first..last).map(|i| {
-                let client = client.clone();
-                let input = input.clone();
-                let task_queue = task_queue.clone();
-                async move {
-                    let options =
-                        WorkflowStartOptions::new(task_queue.clone(), format!("{task_queue}-{i}"))
-                            .execution_timeout(Duration::from_secs(600))
-                            .build();
-                    let handle = client
-                        .start_workflow(BenchWorkflow::run, input, options)
-                        .await
-                        .map_err(|e| anyhow::anyhow!("starting a workflow: {e}"))?;
-                    handle
-                        .get_result(WorkflowGetResultOptions::default())
-                        .await
-                        .map_err(|e| anyhow::anyhow!("a workflow failed: {e}"))
-                }
-            });
-            results.extend(futures::future::join_all(starts).await);
+                let last = (first + group).min(args.workflows);
+                let starts = (first..last).map(|i| {
+                    let client = client.clone();
+                    let input = input.clone();
+                    let task_queue = task_queue.clone();
+                    async move {
+                        let options = WorkflowStartOptions::new(
+                            task_queue.clone(),
+                            format!("{task_queue}-{i}"),
+                        )
+                        .execution_timeout(Duration::from_secs(600))
+                        .build();
+                        let handle = client
+                            .start_workflow(BenchWorkflow::run, input, options)
+                            .await
+                            .map_err(|e| anyhow::anyhow!("starting a workflow: {e}"))?;
+                        handle
+                            .get_result(WorkflowGetResultOptions::default())
+                            .await
+                            .map_err(|e| anyhow::anyhow!("a workflow failed: {e}"))
+                    }
+                });
+                results.extend(futures::future::join_all(starts).await);
             }
             let elapsed = started.elapsed();
             let mut completed = 0usize;

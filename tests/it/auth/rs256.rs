@@ -19,7 +19,10 @@ use super::{AUDIENCE, ISSUER, b64, bearer, claims};
 use crate::support::{Backend, TestApp};
 
 const KEY_PEM: &str = include_str!("rs256-test-key.pem");
-const JWKS_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/auth/rs256-test-jwks.json");
+const JWKS_FILE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/it/auth/rs256-test-jwks.json"
+);
 const KID: &str = "test-only-rs256";
 
 /// The PKCS#8 DER inside the committed PEM (the lines between its BEGIN and END markers).
