@@ -164,6 +164,21 @@ impl LinkedEngine {
 }
 
 #[async_trait]
+impl crate::rollouts::RolloutEngine for LinkedEngine {
+    async fn start(&self, rollout_id: Uuid) -> Result<(), EngineError> {
+        crate::rollouts::RolloutEngine::start(&self.engine()?, rollout_id).await
+    }
+
+    async fn signal(
+        &self,
+        rollout_id: Uuid,
+        command: crate::rollouts::Command,
+    ) -> Result<(), EngineError> {
+        crate::rollouts::RolloutEngine::signal(&self.engine()?, rollout_id, command).await
+    }
+}
+
+#[async_trait]
 impl WorkflowEngine for LinkedEngine {
     async fn start(
         &self,
@@ -172,6 +187,12 @@ impl WorkflowEngine for LinkedEngine {
         timeout: Duration,
     ) -> Result<String, EngineError> {
         self.engine()?.start(task_id, plan, timeout).await
+    }
+
+    /// Rollouts through the same link: each call finds the client connected at that moment,
+    /// so a process that started before Temporal was reachable still runs rollouts.
+    fn rollouts(&self) -> Option<Arc<dyn crate::rollouts::RolloutEngine>> {
+        Some(Arc::new(self.clone()))
     }
 
     async fn cancel(&self, task_id: Uuid, reason: &str) -> Result<(), EngineError> {
