@@ -2,7 +2,9 @@
 //! rack power-on fan-out, shaped the same way (one bookkeeping activity, then stages of parallel
 //! activities bounded by their `max_parallel`, then one more bookkeeping activity), except that
 //! every activity does nothing. Run as the hidden `flow bench-baseline` subcommand; prints one
-//! JSON line with the time from the first start to the last completion.
+//! JSON line with the time from the first start to the last completion. With `--batch N` the
+//! workflows run N at a time, each group after the previous one ended: the baseline of a
+//! rollout in waves of N racks.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +35,9 @@ pub struct BaselineArgs {
     /// at a time).
     #[arg(long, default_value = "8:2,9:9,18:6")]
     pub stages: String,
+    /// Run the workflows in groups of this many, one group after the other (0 = all at once).
+    #[arg(long, default_value_t = 0)]
+    pub batch: usize,
 }
 
 /// One stage: `activities` no-op activities, at most `max_parallel` in flight.
@@ -164,26 +169,37 @@ pub async fn main_from_args(args: impl Iterator<Item = String>) -> anyhow::Resul
         let result = async {
             let input = BenchInput { stages };
             let started = Instant::now();
-            let starts = (0..args.workflows).map(|i| {
-                let client = client.clone();
-                let input = input.clone();
-                let task_queue = task_queue.clone();
-                async move {
-                    let options =
-                        WorkflowStartOptions::new(task_queue.clone(), format!("{task_queue}-{i}"))
-                            .execution_timeout(Duration::from_secs(600))
-                            .build();
-                    let handle = client
-                        .start_workflow(BenchWorkflow::run, input, options)
-                        .await
-                        .map_err(|e| anyhow::anyhow!("starting a workflow: {e}"))?;
-                    handle
-                        .get_result(WorkflowGetResultOptions::default())
-                        .await
-                        .map_err(|e| anyhow::anyhow!("a workflow failed: {e}"))
-                }
-            });
-            let results = futures::future::join_all(starts).await;
+            let group = if args.batch == 0 {
+                args.workflows.max(1)
+            } else {
+                args.batch
+            };
+            let mut results = Vec::with_capacity(args.workflows);
+            for first in (0..args.workflows).step_by(group) {
+                let last = (first + group).min(args.workflows);
+                let starts = (first..last).map(|i| {
+                    let client = client.clone();
+                    let input = input.clone();
+                    let task_queue = task_queue.clone();
+                    async move {
+                        let options = WorkflowStartOptions::new(
+                            task_queue.clone(),
+                            format!("{task_queue}-{i}"),
+                        )
+                        .execution_timeout(Duration::from_secs(600))
+                        .build();
+                        let handle = client
+                            .start_workflow(BenchWorkflow::run, input, options)
+                            .await
+                            .map_err(|e| anyhow::anyhow!("starting a workflow: {e}"))?;
+                        handle
+                            .get_result(WorkflowGetResultOptions::default())
+                            .await
+                            .map_err(|e| anyhow::anyhow!("a workflow failed: {e}"))
+                    }
+                });
+                results.extend(futures::future::join_all(starts).await);
+            }
             let elapsed = started.elapsed();
             let mut completed = 0usize;
             for r in results {
@@ -201,6 +217,7 @@ pub async fn main_from_args(args: impl Iterator<Item = String>) -> anyhow::Resul
     worker_result.map_err(|e| anyhow::anyhow!("worker: {e}"))?;
     let line = serde_json::json!({
         "workflows": completed,
+        "batch": args.batch,
         "activities_per_workflow": per_workflow,
         "activities": completed as u64 * u64::from(per_workflow),
         "seconds": elapsed.as_secs_f64(),

@@ -1,17 +1,26 @@
 #!/usr/bin/env python3
-"""Glue of scripts/bench: GB200 rack bodies, seeding, cursor walking, the fan-out run, pgbench
-log statistics, and the final table + JSON. Standard library only."""
+"""Glue of scripts/bench: GB200 rack bodies, seeding, cursor walking, the fan-out and rollout
+runs, whole-site validation, a JWT issuer for the auth run (openssl), reading Flow's batch-size
+metric, pgbench log statistics, and the final tables (text, JSON, markdown). Standard library
+only (plus the openssl command)."""
 
 import argparse
+import base64
 import concurrent.futures
 import glob
 import http.client
 import json
 import os
+import re
+import subprocess
 import sys
 import threading
 import time
 import urllib.parse
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
+import report  # noqa: E402
+from report import load  # noqa: E402
 
 # One GB200-shaped rack; rack.lua builds the very same bodies for the import run.
 COMPUTE, NVSWITCH, POWERSHELF, TOR = 18, 9, 8, 2
@@ -63,15 +72,15 @@ def rack_body(r, prefix=0x02):
 class Client:
     """One keep-alive HTTP/1.1 connection per thread."""
 
-    def __init__(self, url):
+    def __init__(self, url, timeout=120):
         u = urllib.parse.urlsplit(url)
-        self.host, self.port = u.hostname, u.port
+        self.host, self.port, self.timeout = u.hostname, u.port, timeout
         self.local = threading.local()
 
     def conn(self):
         c = getattr(self.local, "c", None)
         if c is None:
-            c = http.client.HTTPConnection(self.host, self.port, timeout=120)
+            c = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
             self.local.c = c
         return c
 
@@ -160,6 +169,102 @@ def cmd_fanout(a):
         sys.exit(f"fan-out: {succeeded}/{tasks} tasks succeeded ({failed} failed)")
 
 
+def cmd_rollout(a):
+    """A power-on rollout of the fan-out's racks in waves of `batch` (no canary, no gate), timed
+    from the request to the rollout's end."""
+    client = Client(a.url)
+    names = [{"name": f"bench-r{r:07d}"} for r in range(a.racks)]
+    body = {"name": f"bench-{int(time.time())}", "operation": {"kind": "power_on"},
+            "target_spec": {"racks": names},
+            "strategy": {"canary": 0, "batch_size": a.batch}}
+    started = time.monotonic()
+    status, doc = client.call("POST", "/v1/rollouts", body)
+    if status != 201:
+        sys.exit(f"rollout: {status} {doc}")
+    deadline = started + a.timeout
+    while doc["status"] not in ("succeeded", "failed", "halted", "aborted"):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+        _, doc = client.call("GET", f"/v1/rollouts/{doc['id']}")
+    elapsed = time.monotonic() - started
+    counts = doc.get("counts", {})
+    print(json.dumps({"racks": a.racks, "batch": a.batch, "waves": len(doc.get("waves", [])),
+                      "status": doc["status"], "succeeded": counts.get("succeeded"),
+                      "failed": counts.get("failed"), "seconds": elapsed}))
+    if doc["status"] != "succeeded":
+        sys.exit(f"rollout ended {doc['status']}: {doc.get('message')}")
+
+
+def cmd_validate(a):
+    """Whole-site live validation (`POST /v1/validation`, no body), timed."""
+    client = Client(a.url, timeout=1800)
+    started = time.monotonic()
+    status, doc = client.call("POST", "/v1/validation")
+    elapsed = time.monotonic() - started
+    if status != 200:
+        sys.exit(f"validation: {status} {doc}")
+    print(json.dumps({"seconds": elapsed, "summary": doc.get("summary"),
+                      "diffs": len(doc.get("diffs", []))}))
+
+
+def cmd_metric(a):
+    """The `_sum` and `_count` of one histogram in Flow's /metrics."""
+    client = Client(a.url)
+    conn = client.conn()
+    conn.request("GET", "/metrics")
+    resp = conn.getresponse()
+    text = resp.read().decode()
+    if resp.status != 200:
+        sys.exit(f"/metrics: {resp.status}")
+    out = {"sum": 0.0, "count": 0.0}
+    for line in text.splitlines():
+        for part in ("sum", "count"):
+            if line.startswith(f"{a.name}_{part} ") or line.startswith(f"{a.name}_{part}{{"):
+                out[part] += float(line.rsplit(" ", 1)[1])
+    print(json.dumps(out))
+
+
+def cmd_batch_mean(a):
+    """Mean lookups per statement between two `metric` snapshots."""
+    before, after = load(a.before), load(a.after)
+    count = after["count"] - before["count"]
+    mean = (after["sum"] - before["sum"]) / count if count else 1.0
+    print(json.dumps({"statements": count, "lookups": after["sum"] - before["sum"],
+                      "mean_batch": mean}))
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def cmd_jwt(a):
+    """A throwaway identity provider: an RSA key made with openssl, its JWKS file, and one RS256
+    viewer token (printed) for the auth-on lookup run."""
+    os.makedirs(a.dir, exist_ok=True)
+    key = os.path.join(a.dir, "jwt-key.pem")
+    subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt",
+                    "rsa_keygen_bits:2048", "-out", key], check=True, capture_output=True)
+    modulus = subprocess.run(["openssl", "rsa", "-in", key, "-noout", "-modulus"], check=True,
+                             capture_output=True, text=True).stdout.strip().split("=", 1)[1]
+    text = subprocess.run(["openssl", "rsa", "-in", key, "-noout", "-text"], check=True,
+                          capture_output=True, text=True).stdout
+    e = int(re.search(r"publicExponent: (\d+)", text).group(1))
+    jwk = {"kty": "RSA", "kid": "bench", "use": "sig", "alg": "RS256",
+           "n": b64url(bytes.fromhex(modulus)), "e": b64url(e.to_bytes((e.bit_length() + 7) // 8, "big"))}
+    with open(os.path.join(a.dir, "jwks.json"), "w") as f:
+        json.dump({"keys": [jwk]}, f)
+    now = int(time.time())
+    header = {"alg": "RS256", "typ": "JWT", "kid": "bench"}
+    claims = {"iss": a.issuer, "aud": a.audience, "sub": "bench", "iat": now, "nbf": now - 5,
+              "exp": now + 4 * 3600, "roles": ["viewer"]}
+    signing_input = (b64url(json.dumps(header).encode()) + "." +
+                     b64url(json.dumps(claims).encode()))
+    sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key, "-binary"], check=True,
+                         input=signing_input.encode(), capture_output=True).stdout
+    print(signing_input + "." + b64url(sig))
+
+
 def percentile(sorted_values, p):
     if not sorted_values:
         return None
@@ -189,118 +294,6 @@ def cmd_pgbench_stats(a):
     print(json.dumps(out))
 
 
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def ratio(a, b):
-    return None if a is None or b in (None, 0) else a / b
-
-
-def cmd_report(a):
-    w = a.work
-    meta = load(os.path.join(w, "meta.json")) or {}
-    seed = load(os.path.join(w, "seed.json")) or {}
-    lk_flow = load(os.path.join(w, "lookup_flow.json"))
-    lk_pg = load(os.path.join(w, "lookup_pgbench.json"))
-    p_first = load(os.path.join(w, "page_first.json"))
-    p_deep = load(os.path.join(w, "page_deep.json"))
-    cursor = load(os.path.join(w, "cursor.json")) or {}
-    im_flow = load(os.path.join(w, "import_flow.json"))
-    im_pg = load(os.path.join(w, "import_pgbench.json"))
-    fan = load(os.path.join(w, "fanout_flow.json"))
-    base = load(os.path.join(w, "fanout_baseline.json"))
-    mem = load(os.path.join(w, "memory.json")) or {}
-
-    def ok_rps(r):
-        return None if r is None else (r["requests"] - r["non2xx"] - r["socket_errors"]) / r["seconds"]
-
-    rows = []  # (key, figure, value, unit, limit, limit_desc, ratio, target_desc, pass)
-
-    def row(key, figure, value, unit, limit=None, limit_desc="", r=None, target=None, passed=None):
-        rows.append({"key": key, "figure": figure, "value": value, "unit": unit,
-                     "limit": limit, "limit_desc": limit_desc, "ratio": r,
-                     "target": target, "pass": passed})
-
-    if lk_flow or lk_pg:
-        f_rps, g_rps = ok_rps(lk_flow), lk_pg and lk_pg["tps"]
-        r = ratio(f_rps, g_rps)
-        row("lookup_rps", "lookup by serial (c=32)", f_rps, "req/s", g_rps, "pgbench tx/s", r,
-            "≥ 0.5 × pgbench", None if r is None else r >= 0.5)
-        row("lookup_p50_ms", "  lookup p50", lk_flow and lk_flow["p50_ms"], "ms",
-            lk_pg and lk_pg["p50_ms"], "pgbench p50", ratio(lk_flow and lk_flow["p50_ms"], lk_pg and lk_pg["p50_ms"]))
-        row("lookup_p99_ms", "  lookup p99", lk_flow and lk_flow["p99_ms"], "ms",
-            lk_pg and lk_pg["p99_ms"], "pgbench p99", ratio(lk_flow and lk_flow["p99_ms"], lk_pg and lk_pg["p99_ms"]))
-    if p_first or p_deep:
-        fv, dv = p_first and p_first["p50_ms"], p_deep and p_deep["p50_ms"]
-        r = ratio(dv, fv)
-        row("deep_page_ms", f"page {cursor.get('depth', '?')} items deep (p50)", dv, "ms", fv,
-            "first page p50", r, "≤ 1.5 × first page", None if r is None else r <= 1.5)
-    if im_flow or im_pg:
-        fv = ok_rps(im_flow)
-        gv = im_pg and im_pg["tps"]
-        r = ratio(fv, gv)
-        row("import_racks_per_s", "import racks (c=8)", fv, "racks/s", gv, "pgbench racks/s", r,
-            "≥ 0.5 × SQL", None if r is None else r >= 0.5)
-    if fan or base:
-        fv, bv = fan and fan["seconds"], base and base["seconds"]
-        r = ratio(fv, bv)
-        n = (fan or {}).get("tasks") or (base or {}).get("workflows")
-        row("fanout_s", f"power-on fan-out ({n} racks)", fv, "s", bv, "no-op workflows", r,
-            "≤ 1.5 × Temporal", None if r is None else r <= 1.5)
-    if "idle_rss_mb" in mem:
-        v = mem["idle_rss_mb"]
-        row("rss_idle_mb", f"RSS idle ({meta.get('racks', '?')} racks)", v, "MB", 100, "100 MB",
-            v / 100, "≤ 100 MB", v <= 100)
-    if "peak_rss_mb" in mem:
-        v = mem["peak_rss_mb"]
-        row("rss_peak_mb", "RSS peak (lookup, fan-out)", v, "MB", 250, "250 MB", v / 250,
-            "≤ 250 MB", v <= 250)
-
-    def fmt(v):
-        if v is None:
-            return "-"
-        if isinstance(v, float):
-            return f"{v:,.0f}" if abs(v) >= 1000 else (f"{v:.1f}" if abs(v) >= 10 else f"{v:.3g}")
-        return str(v)
-
-    header = ["figure", "value", "limit", "ratio", "target", ""]
-    table = [header]
-    for x in rows:
-        mark = "" if x["pass"] is None else ("PASS" if x["pass"] else "MISS")
-        table.append([x["figure"], f"{fmt(x['value'])} {x['unit']}",
-                      f"{fmt(x['limit'])} ({x['limit_desc']})" if x["limit_desc"] else fmt(x["limit"]),
-                      "-" if x["ratio"] is None else f"{x['ratio']:.2f}",
-                      x["target"] or "", mark])
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    print()
-    print(f"Flow benchmark — {meta.get('racks', '?')} racks, profile {meta.get('profile', '?')}, "
-          f"{meta.get('duration', '?')} s load runs" + (", quick" if meta.get("quick") else ""))
-    for i, r in enumerate(table):
-        print("  ".join(c.ljust(widths[j]) for j, c in enumerate(r)).rstrip())
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
-    if seed:
-        print(f"(seeding {seed.get('racks')} racks through the API took {seed.get('seconds', 0):.1f} s)")
-    missed = [x["figure"].strip() for x in rows if x["pass"] is False]
-    print("targets missed: " + (", ".join(missed) if missed else "none")
-          + "  (informational: the benchmark asserts nothing)")
-
-    out = {"meta": meta, "figures": rows,
-           "raw": {"seed": seed, "lookup_flow": lk_flow, "lookup_pgbench": lk_pg,
-                   "page_first": p_first, "page_deep": p_deep, "cursor_depth": cursor.get("depth"),
-                   "import_flow": im_flow, "import_pgbench": im_pg, "fanout_flow": fan,
-                   "fanout_baseline": base, "memory": mem}}
-    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
-    with open(a.json, "w") as f:
-        json.dump(out, f, indent=2)
-    print(f"figures written to {a.json}")
-
-
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -327,7 +320,33 @@ def main():
     s = sub.add_parser("report")
     s.add_argument("--work", required=True)
     s.add_argument("--json", required=True)
-    s.set_defaults(fn=cmd_report)
+    s.set_defaults(fn=report.cmd_report)
+    s = sub.add_parser("scale-report")
+    s.add_argument("--work", required=True)
+    s.add_argument("--json", required=True)
+    s.set_defaults(fn=report.cmd_scale_report)
+    s = sub.add_parser("rollout")
+    s.add_argument("--url", required=True)
+    s.add_argument("--racks", type=int, required=True)
+    s.add_argument("--batch", type=int, required=True)
+    s.add_argument("--timeout", type=float, default=900)
+    s.set_defaults(fn=cmd_rollout)
+    s = sub.add_parser("validate")
+    s.add_argument("--url", required=True)
+    s.set_defaults(fn=cmd_validate)
+    s = sub.add_parser("metric")
+    s.add_argument("--url", required=True)
+    s.add_argument("--name", required=True)
+    s.set_defaults(fn=cmd_metric)
+    s = sub.add_parser("batch-mean")
+    s.add_argument("--before", required=True)
+    s.add_argument("--after", required=True)
+    s.set_defaults(fn=cmd_batch_mean)
+    s = sub.add_parser("jwt")
+    s.add_argument("--dir", required=True)
+    s.add_argument("--issuer", required=True)
+    s.add_argument("--audience", required=True)
+    s.set_defaults(fn=cmd_jwt)
     a = p.parse_args()
     a.fn(a)
 

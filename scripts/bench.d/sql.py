@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Writes the pgbench scripts of scripts/bench: the statement Flow runs for a lookup by serial, and
-one GB200 rack's rows (rack, 37 components, 71 BMCs) inserted in one transaction.
+"""Writes the pgbench scripts of scripts/bench: the statement Flow runs for a lookup by serial
+(alone, pipelined, or the coalesced `UNNEST` statement over a batch of keys), and one GB200
+rack's rows (rack, 37 components, 71 BMCs) inserted in one transaction.
 
-usage: sql.py lookup FILE | sql.py import FILE"""
+usage: sql.py lookup FILE | sql.py lookup-batch FILE KEYS | sql.py lookup-pipeline FILE DEPTH |
+       sql.py import FILE"""
 
 import sys
 
@@ -14,6 +16,48 @@ LOOKUP = """\
 \\set k :i % 18
 SELECT c.id, c.rack_id, c.type, c.name, c.manufacturer, c.manufacturer_key, c.model, c.serial_number, c.firmware_version, c.description, c.slot_id, c.tray_idx, c.host_id, c.external_id, c.power_state, c.revision, c.created_at, c.updated_at, c.deleted_at, c.observed_firmware_version, c.last_seen_at, b.id, b.type, b.mac_address, b.ip_address FROM components c LEFT JOIN bmcs b ON b.component_id = c.id AND b.deleted_at IS NULL WHERE c.manufacturer_key = 'wiwynn' AND c.serial_number = 'S' || lpad(:r::text, 7, '0') || '-C' || lpad(:k::text, 2, '0') AND c.deleted_at IS NULL;
 """
+
+COLUMNS = ("c.id, c.rack_id, c.type, c.name, c.manufacturer, c.manufacturer_key, c.model, "
+           "c.serial_number, c.firmware_version, c.description, c.slot_id, c.tray_idx, c.host_id, "
+           "c.external_id, c.power_state, c.revision, c.created_at, c.updated_at, c.deleted_at, "
+           "c.observed_firmware_version, c.last_seen_at, b.id, b.type, b.mac_address, b.ip_address")
+FROM = "FROM components c LEFT JOIN bmcs b ON b.component_id = c.id AND b.deleted_at IS NULL"
+
+# pgbench binds each :variable as one parameter and allows at most 255 per statement; a key
+# takes two (its rack and its tray), so a batch stops at 127 keys (Flow's own cap is 128).
+MAX_BATCH_KEYS = 127
+
+
+def random_keys(n):
+    """pgbench meta-commands drawing n compute trays of the seeded racks, as :i1 .. :in."""
+    return "".join(f"\\set i{j} random(0, :nracks * 18 - 1)\n" for j in range(1, n + 1))
+
+
+def serial(j):
+    return f"'S' || lpad((:i{j} / 18)::text, 7, '0') || '-C' || lpad((:i{j} % 18)::text, 2, '0')"
+
+
+def lookup_batch(keys):
+    """COMPONENTS_BY_SERIALS of src/inventory/lookup.rs, as Flow sends it for a batch of `keys`
+    lookups: the two key arrays are built from the drawn keys instead of bound as arrays
+    (pgbench binds scalars only); the plan is the same."""
+    keys = max(1, min(keys, MAX_BATCH_KEYS))
+    makers = ", ".join(["'wiwynn'"] * keys)
+    serials = ", ".join(serial(j) for j in range(1, keys + 1))
+    return (random_keys(keys) +
+            f"SELECT {COLUMNS} {FROM} WHERE (c.manufacturer_key, c.serial_number) IN "
+            f"(SELECT * FROM UNNEST(ARRAY[{makers}]::text[], ARRAY[{serials}]::text[])) "
+            "AND c.deleted_at IS NULL;\n")
+
+
+def lookup_pipeline(depth):
+    """COMPONENT_BY_SERIAL, `depth` of them sent back to back in one pipeline (one sync)."""
+    one = (f"SELECT {COLUMNS} {FROM} WHERE c.manufacturer_key = 'wiwynn' AND "
+           "c.serial_number = {s} AND c.deleted_at IS NULL;\n")
+    return (random_keys(depth) + "\\startpipeline\n" +
+            "".join(one.replace("{s}", serial(j)) for j in range(1, depth + 1)) +
+            "\\endpipeline\n")
+
 
 # The rack shape of bench.py's rack_body: (kind, tag, count, manufacturer, model, first slot, BMCs).
 SHAPE = [
@@ -57,7 +101,14 @@ COMMIT;
 
 def main():
     kind, path = sys.argv[1], sys.argv[2]
-    text = LOOKUP if kind == "lookup" else import_sql()
+    if kind == "lookup":
+        text = LOOKUP
+    elif kind == "lookup-batch":
+        text = lookup_batch(int(sys.argv[3]))
+    elif kind == "lookup-pipeline":
+        text = lookup_pipeline(int(sys.argv[3]))
+    else:
+        text = import_sql()
     with open(path, "w") as f:
         f.write(text)
 

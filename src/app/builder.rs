@@ -143,7 +143,7 @@ impl AppBuilder {
         let observer = Observer::new(registry.clone(), config.components.observe_timeout);
         let state = AppState(Arc::new(AppInner {
             auth: Authenticator::new(&config, db.clone(), clock.clone()),
-            lookups: SerialLookups::new(db.clone()),
+            lookups: SerialLookups::new(db.clone(), config.database.lookup_batching),
             db,
             config,
             clock,

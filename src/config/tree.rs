@@ -66,6 +66,9 @@ pub struct Database {
     /// How long a request waits for a database connection before answering 503.
     #[serde(with = "secs")]
     pub acquire_timeout: Duration,
+    /// Whether concurrent lookups by serial share one statement (PostgreSQL); off, each goes
+    /// alone (the benchmark's comparison).
+    pub lookup_batching: bool,
 }
 
 /// The Temporal frontend.

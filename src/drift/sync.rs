@@ -153,12 +153,20 @@ pub async fn sync_loop(sync: Arc<DriftSync>, holder: String, interval: Duration)
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         ticker.tick().await;
+        // The cycle's duration is logged for operators and read by `scripts/bench --scale`.
+        let started = std::time::Instant::now();
         match sync.run_once(&holder).await {
             Ok(SyncRun::Ran {
                 answered,
                 unreachable,
                 drift,
-            }) => tracing::info!(?answered, ?unreachable, drift, "drift sync done"),
+            }) => tracing::info!(
+                ?answered,
+                ?unreachable,
+                drift,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "drift sync done"
+            ),
             Ok(SyncRun::Skipped) => {}
             Err(e) => tracing::warn!(error = %e, "drift sync failed; retrying next tick"),
         }

@@ -4,6 +4,10 @@
 //! A lookup is one indexed read, so what it costs is the round trip (two context switches on
 //! each side, a protocol exchange) far more than the read. Under load the waiting lookups go
 //! together in one statement; a lone lookup goes at once, alone, with no added wait.
+//!
+//! `FLOW_LOOKUP_BATCHING=false` turns the coalescing off (every lookup its own statement), so
+//! that `scripts/bench` can measure what it brings; each shared statement records how many
+//! lookups it carried in the `flow_lookup_batch_size` histogram.
 
 use std::sync::{Arc, OnceLock};
 
@@ -39,14 +43,17 @@ struct Pending {
 /// Lookups by manufacturer key and serial number, batched on PostgreSQL.
 pub struct SerialLookups {
     db: DatabaseConnection,
+    /// Off (`FLOW_LOOKUP_BATCHING=false`): every lookup goes alone.
+    batching: bool,
     /// Started on first use, inside whatever runtime serves requests.
     queue: OnceLock<mpsc::UnboundedSender<Pending>>,
 }
 
 impl SerialLookups {
-    pub fn new(db: DatabaseConnection) -> Self {
+    pub fn new(db: DatabaseConnection, batching: bool) -> Self {
         Self {
             db,
+            batching,
             queue: OnceLock::new(),
         }
     }
@@ -62,7 +69,7 @@ impl SerialLookups {
                 },
             )
         };
-        if self.db.get_database_backend() != DbBackend::Postgres {
+        if !self.batching || self.db.get_database_backend() != DbBackend::Postgres {
             return alone().await;
         }
         let (reply, answer) = oneshot::channel();
@@ -112,7 +119,10 @@ async fn dispatch(db: DatabaseConnection, mut queue: mpsc::UnboundedReceiver<Pen
     }
 }
 
+/// A benchmarking switch, read where it acts rather than in the configuration: anything but
+/// `false`, `0`, `off` or `no` (or unset) keeps batching on.
 async fn answer(db: &DatabaseConnection, batch: Vec<Pending>) {
+    crate::telemetry::metrics::lookup_batch(batch.len());
     if batch.len() == 1 {
         for one in batch {
             let found = lookup::lookup_pooled(

@@ -22,6 +22,8 @@ const LATENCY_BUCKETS: &[f64] = &[
 const TASK_BUCKETS: &[f64] = &[
     1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0,
 ];
+/// Lookups per shared lookup statement: powers of two up to the batch cap (128).
+const BATCH_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0];
 
 /// The name of every metric family Flow exports (a family appears in the exposition once it
 /// has a series).
@@ -37,6 +39,7 @@ pub const NAMES: &[&str] = &[
     "flow_schedule_fires_total",
     "flow_db_pool_connections",
     "flow_temporal_client_errors_total",
+    "flow_lookup_batch_size",
 ];
 
 /// Every metric family Flow exports.
@@ -53,6 +56,7 @@ pub struct Metrics {
     pub schedule_fires: IntCounterVec,
     pub db_pool: IntGaugeVec,
     pub temporal_errors: IntCounterVec,
+    pub lookup_batch_size: prometheus::Histogram,
 }
 
 /// The process-wide metrics. Registration of fixed, valid names cannot fail; a failure would be
@@ -169,6 +173,18 @@ impl Metrics {
                 "Failed calls to Temporal, by call (start, cancel, state, ping)",
                 &["call"],
             ),
+            lookup_batch_size: {
+                let opts = HistogramOpts::new(
+                    "flow_lookup_batch_size",
+                    "Lookups by serial answered by one statement (coalesced lookups on PostgreSQL)",
+                )
+                .buckets(BATCH_BUCKETS.to_vec());
+                let metric = prometheus::Histogram::with_opts(opts)
+                    .unwrap_or_else(|e| panic!("flow_lookup_batch_size: {e}"));
+                r.register(Box::new(metric.clone()))
+                    .unwrap_or_else(|e| panic!("flow_lookup_batch_size: {e}"));
+                metric
+            },
             registry: r,
         }
     }
@@ -222,6 +238,13 @@ pub fn task_ended(operation: &str, status: &str, elapsed: Option<Duration>) {
 /// One schedule fire and how it went (`submitted`, `skipped`, `failed`, ...).
 pub fn schedule_fired(outcome: &str) {
     METRICS.schedule_fires.with_label_values(&[outcome]).inc();
+}
+
+/// One statement answered `size` coalesced lookups by serial: `scripts/bench` reads the mean
+/// (`_sum / _count`) to run the database-side baseline at the batch size Flow actually used.
+#[allow(clippy::cast_precision_loss)]
+pub fn lookup_batch(size: usize) {
+    METRICS.lookup_batch_size.observe(size as f64);
 }
 
 /// A failed call to Temporal.

@@ -14,8 +14,6 @@ use uuid::Uuid;
 use super::engine::TemporalEngine;
 use super::worker;
 use crate::operations::plan::Plan;
-use crate::rollouts::RolloutEngine;
-use crate::rollouts::model::Command;
 use crate::tasks::{EngineError, RunState, WorkflowEngine};
 
 /// Bound on one connection attempt (and on each health probe).
@@ -166,6 +164,21 @@ impl LinkedEngine {
 }
 
 #[async_trait]
+impl crate::rollouts::RolloutEngine for LinkedEngine {
+    async fn start(&self, rollout_id: Uuid) -> Result<(), EngineError> {
+        crate::rollouts::RolloutEngine::start(&self.engine()?, rollout_id).await
+    }
+
+    async fn signal(
+        &self,
+        rollout_id: Uuid,
+        command: crate::rollouts::Command,
+    ) -> Result<(), EngineError> {
+        crate::rollouts::RolloutEngine::signal(&self.engine()?, rollout_id, command).await
+    }
+}
+
+#[async_trait]
 impl WorkflowEngine for LinkedEngine {
     async fn start(
         &self,
@@ -174,6 +187,12 @@ impl WorkflowEngine for LinkedEngine {
         timeout: Duration,
     ) -> Result<String, EngineError> {
         WorkflowEngine::start(&self.engine()?, task_id, plan, timeout).await
+    }
+
+    /// Rollouts through the same link: each call finds the client connected at that moment,
+    /// so a process that started before Temporal was reachable still runs rollouts.
+    fn rollouts(&self) -> Option<Arc<dyn crate::rollouts::RolloutEngine>> {
+        Some(Arc::new(self.clone()))
     }
 
     async fn cancel(&self, task_id: Uuid, reason: &str) -> Result<(), EngineError> {
@@ -201,21 +220,5 @@ impl WorkflowEngine for LinkedEngine {
 
     fn available(&self) -> bool {
         self.link.is_healthy()
-    }
-
-    fn rollouts(&self) -> Option<Arc<dyn RolloutEngine>> {
-        Some(Arc::new(self.clone()))
-    }
-}
-
-/// Rollouts go through the same link as tasks: refused while Temporal is unreachable.
-#[async_trait]
-impl RolloutEngine for LinkedEngine {
-    async fn start(&self, rollout_id: Uuid) -> Result<(), EngineError> {
-        RolloutEngine::start(&self.engine()?, rollout_id).await
-    }
-
-    async fn signal(&self, rollout_id: Uuid, command: Command) -> Result<(), EngineError> {
-        self.engine()?.signal(rollout_id, command).await
     }
 }

@@ -8,6 +8,7 @@ mod credentials;
 mod matrix;
 mod openapi;
 mod retention;
+mod rs256;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
