@@ -3,7 +3,7 @@
 //! is checked against its definition (type, range, check) before the tree becomes a
 //! [`Config`], so a bad value is reported with the variable and file key that name it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use toml::{Table, Value};
@@ -31,14 +31,18 @@ pub(super) fn layered(env: &HashMap<String, String>) -> Result<Config, ConfigErr
             set(&mut tree, setting.path, value);
         }
     }
-    let variables = legacy::values(env)
-        .into_iter()
-        .chain(SETTINGS.iter().filter_map(|s| Some((s, env_text(s, env)?))));
-    for (setting, text) in variables {
+    for (setting, text) in legacy::values(env) {
         set(&mut tree, setting.path, from_env(setting, &text)?);
     }
+    // A value a `FLOW_*` variable gave is reported by the variable alone: that is what the
+    // operator wrote; one from the file or a default also names its file key.
+    let mut from_variables = HashSet::new();
+    for (setting, text) in SETTINGS.iter().filter_map(|s| Some((s, env_text(s, env)?))) {
+        set(&mut tree, setting.path, from_env(setting, &text)?);
+        from_variables.insert(setting.env);
+    }
     for setting in SETTINGS {
-        check(setting, &mut tree)?;
+        check(setting, &mut tree, from_variables.contains(setting.env))?;
     }
     build(tree)
 }
@@ -106,11 +110,15 @@ fn from_env(setting: &Setting, text: &str) -> Result<Value, ConfigError> {
 
 /// Checks the merged value of one setting against its definition (integers given for a
 /// number become floats).
-fn check(setting: &Setting, tree: &mut Table) -> Result<(), ConfigError> {
+fn check(setting: &Setting, tree: &mut Table, from_variable: bool) -> Result<(), ConfigError> {
     let Some(value) = get_mut(tree, setting.path) else {
         return Ok(()); // an optional setting left unset
     };
-    let name = setting.name();
+    let name = if from_variable {
+        setting.env.to_string()
+    } else {
+        setting.name()
+    };
     let problem = |what: String| {
         let space = if what.starts_with(':') { "" } else { " " };
         Err(ConfigError(format!("{name}{space}{what}")))
@@ -198,7 +206,7 @@ pub(super) fn get<'t>(tree: &'t Table, path: &str) -> Option<&'t Value> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
+    use std::collections::{HashMap, HashSet};
 
     use super::super::Config;
 
