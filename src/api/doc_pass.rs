@@ -101,7 +101,9 @@ fn closed_sets(doc: &mut Value) {
         .iter()
         .map(|s| s.as_str())
         .collect();
+    let problem_codes: Vec<&str> = crate::error::Code::ALL.iter().map(|c| c.as_str()).collect();
     let sets: Vec<(&str, &str, Vec<&str>)> = vec![
+        ("Problem", "code", problem_codes),
         ("TaskDoc", "operation", OPERATION_CODES.to_vec()),
         ("RuleDoc", "operation", OPERATION_CODES.to_vec()),
         ("RuleRequestDoc", "operation", OPERATION_CODES.to_vec()),

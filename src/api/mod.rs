@@ -36,6 +36,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::app::AppState;
+use crate::error::Code;
 use crate::telemetry::trace;
 use problem::Problem;
 
@@ -94,7 +95,7 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(|_| {
             Problem::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
+                Code::Internal,
                 "internal error; see the server log",
             )
             .into_response()
@@ -166,7 +167,7 @@ impl<B> OnResponse<B> for LogResponse {
 async fn not_found(uri: axum::http::Uri) -> Problem {
     Problem::new(
         StatusCode::NOT_FOUND,
-        "not_found",
+        Code::NotFound,
         format!("no route for {}", uri.path()),
     )
 }
@@ -174,7 +175,7 @@ async fn not_found(uri: axum::http::Uri) -> Problem {
 async fn method_not_allowed() -> Problem {
     Problem::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        Code::MethodNotAllowed,
         "this method is not allowed on this path",
     )
 }

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::model::{Rule, RuleDefinition};
 use super::parse::RuleInput;
 use crate::db::entities::{operation_rule_versions, operation_rules, rack_rule_associations};
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Code, Error, FieldError, Result};
 
 /// One stored version of a rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,7 +88,7 @@ async fn check_no_other_default(
     {
         let id = existing.id.map(|i| i.to_string()).unwrap_or_default();
         return Err(Error::Conflict {
-            code: "default_exists",
+            code: Code::DefaultExists,
             message: format!(
                 "rule {id} ({}) is already the default for {operation}; to switch, make this rule the default explicitly",
                 existing.name
@@ -191,7 +191,7 @@ pub async fn replace(
         .await
         .map_err(|e| match e {
             sea_orm::DbErr::RecordNotUpdated => Error::conflict(
-                "concurrent_update",
+                Code::ConcurrentUpdate,
                 format!("rule {id} was changed by another request; read it again and retry"),
             ),
             other => other.into(),

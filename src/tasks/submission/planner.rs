@@ -14,7 +14,7 @@ use uuid::Uuid;
 use super::admission::{self, Outcome};
 use super::capability;
 use crate::components::registry::Registry;
-use crate::error::Result;
+use crate::error::{Code, Result};
 use crate::inventory::targets::RackWork;
 use crate::operations::model::OperationSpec;
 use crate::operations::plan::{self, Plan};
@@ -38,13 +38,21 @@ pub enum RefusalCode {
 }
 
 impl RefusalCode {
+    /// The wire form, the same as the problem code it maps to.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::RackBusy => "rack_busy",
-            Self::QueueFull => "queue_full",
-            Self::NoComponents => "no_components",
-            Self::Unsupported => "unsupported",
-            Self::EngineUnavailable => "engine_unavailable",
+        Code::from(self).as_str()
+    }
+}
+
+/// Every refusal reason is also a problem code: a refused submission answers with one of them.
+impl From<RefusalCode> for Code {
+    fn from(code: RefusalCode) -> Self {
+        match code {
+            RefusalCode::RackBusy => Code::RackBusy,
+            RefusalCode::QueueFull => Code::QueueFull,
+            RefusalCode::NoComponents => Code::NoComponents,
+            RefusalCode::Unsupported => Code::Unsupported,
+            RefusalCode::EngineUnavailable => Code::EngineUnavailable,
         }
     }
 }
