@@ -94,7 +94,10 @@ fn list_items_by_reference(doc: &mut Value) {
 
 /// Strings whose values form a closed set, as enums: `(schema, property, values)`.
 fn closed_sets(doc: &mut Value) {
-    use crate::rules::model::OPERATION_CODES;
+    let operation_codes: Vec<&str> = crate::operations::OperationCode::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
     let step_statuses: Vec<&str> =
         ["pending", "running", "succeeded", "failed", "cancelled"].to_vec();
     let task_statuses: Vec<&str> = crate::tasks::model::TaskStatus::ALL
@@ -104,12 +107,12 @@ fn closed_sets(doc: &mut Value) {
     let problem_codes: Vec<&str> = crate::error::Code::ALL.iter().map(|c| c.as_str()).collect();
     let sets: Vec<(&str, &str, Vec<&str>)> = vec![
         ("Problem", "code", problem_codes),
-        ("TaskDoc", "operation", OPERATION_CODES.to_vec()),
-        ("RuleDoc", "operation", OPERATION_CODES.to_vec()),
-        ("RuleRequestDoc", "operation", OPERATION_CODES.to_vec()),
-        ("AssociationDoc", "operation", OPERATION_CODES.to_vec()),
-        ("BlockerDoc", "operation", OPERATION_CODES.to_vec()),
-        ("OperationTemplateDoc", "code", OPERATION_CODES.to_vec()),
+        ("TaskDoc", "operation", operation_codes.clone()),
+        ("RuleDoc", "operation", operation_codes.clone()),
+        ("RuleRequestDoc", "operation", operation_codes.clone()),
+        ("AssociationDoc", "operation", operation_codes.clone()),
+        ("BlockerDoc", "operation", operation_codes.clone()),
+        ("OperationTemplateDoc", "code", operation_codes.clone()),
         ("BlockerDoc", "status", task_statuses.clone()),
         ("ComponentStepDoc", "status", step_statuses.clone()),
         ("StageDoc", "status", step_statuses),

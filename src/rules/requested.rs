@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::model::Rule;
 use super::store;
 use crate::error::{Code, Error, FieldError, Result};
+use crate::operations::code::OperationCode;
 
 /// A rule named by a caller: a missing one is the caller's `rule_id` at fault (422), not a 404
 /// of the resource asked for.
@@ -27,7 +28,7 @@ pub(super) async fn named(db: &impl ConnectionTrait, id: Uuid, missing: String) 
 pub async fn check_requested(
     db: &impl ConnectionTrait,
     rule_id: Uuid,
-    operation: &str,
+    operation: OperationCode,
 ) -> Result<()> {
     let rule = named(
         db,
