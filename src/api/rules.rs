@@ -33,8 +33,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 fn operation_param(raw: &str) -> Result<OperationCode, Problem> {
-    raw.parse()
-        .map_err(|unknown: UnknownOperation| Error::invalid("operation", unknown.to_string()).into())
+    raw.parse().map_err(|unknown: UnknownOperation| {
+        Error::invalid("operation", unknown.to_string()).into()
+    })
 }
 
 /// Query of `GET /v1/operation-rules`.

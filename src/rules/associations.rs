@@ -55,9 +55,10 @@ pub async fn associate(
     let txn = crate::db::begin_write(db).await?;
     live_rack(&txn, rack_id).await?;
     super::requested::check_requested(&txn, rule_id, operation).await?;
-    let existing = rack_rule_associations::Entity::find_by_id((rack_id, operation.as_str().to_string()))
-        .one(&txn)
-        .await?;
+    let existing =
+        rack_rule_associations::Entity::find_by_id((rack_id, operation.as_str().to_string()))
+            .one(&txn)
+            .await?;
     let created = existing.is_none();
     let audit_before = existing.as_ref().map(
         |e| serde_json::json!({"rack_id": rack_id, "operation": operation, "rule_id": e.rule_id}),
@@ -91,7 +92,11 @@ pub async fn associate(
 }
 
 /// Removes a rack's rule for `operation`; removing one that is not there is not an error.
-pub async fn dissociate(db: &DatabaseConnection, rack_id: Uuid, operation: OperationCode) -> Result<()> {
+pub async fn dissociate(
+    db: &DatabaseConnection,
+    rack_id: Uuid,
+    operation: OperationCode,
+) -> Result<()> {
     let txn = crate::db::begin_write(db).await?;
     live_rack(&txn, rack_id).await?;
     let removed = rack_rule_associations::Entity::delete_many()
@@ -128,9 +133,10 @@ pub async fn for_rack(
     rack_id: Uuid,
     operation: OperationCode,
 ) -> Result<Option<Rule>> {
-    let Some(link) = rack_rule_associations::Entity::find_by_id((rack_id, operation.as_str().to_string()))
-        .one(db)
-        .await?
+    let Some(link) =
+        rack_rule_associations::Entity::find_by_id((rack_id, operation.as_str().to_string()))
+            .one(db)
+            .await?
     else {
         return Ok(None);
     };

@@ -333,7 +333,7 @@ impl From<RackPreview> for RackPlanDoc {
                 .into_iter()
                 .map(|b| BlockerDoc {
                     task_id: b.task_id,
-                    operation: b.operation,
+                    operation: b.operation.to_string(),
                     status: b.status.as_str().into(),
                 })
                 .collect(),

@@ -54,15 +54,15 @@ pub fn rule(value: &Value) -> Result<RuleInput> {
     let description = f
         .string("description", false, &mut v)
         .filter(|d| !d.is_empty());
-    let operation = f
-        .string("operation", true, &mut v)
-        .and_then(|op| match op.parse::<OperationCode>() {
-            Ok(code) => Some(code),
-            Err(unknown) => {
-                v.push("operation", unknown.to_string());
-                None
-            }
-        });
+    let operation =
+        f.string("operation", true, &mut v)
+            .and_then(|op| match op.parse::<OperationCode>() {
+                Ok(code) => Some(code),
+                Err(unknown) => {
+                    v.push("operation", unknown.to_string());
+                    None
+                }
+            });
     let is_default = match f.get("is_default") {
         None => false,
         Some(Value::Bool(b)) => *b,

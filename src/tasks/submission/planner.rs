@@ -16,6 +16,7 @@ use super::capability;
 use crate::components::registry::Registry;
 use crate::error::{Code, Result};
 use crate::inventory::targets::RackWork;
+use crate::operations::code::OperationCode;
 use crate::operations::model::OperationSpec;
 use crate::operations::plan::{self, Plan};
 use crate::rules::model::{Rule, RuleSource};
@@ -68,7 +69,7 @@ pub struct Refusal {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Blocker {
     pub task_id: Uuid,
-    pub operation: String,
+    pub operation: OperationCode,
     pub status: TaskStatus,
 }
 
@@ -139,7 +140,7 @@ pub fn decide(
         .iter()
         .map(|t| Blocker {
             task_id: t.id,
-            operation: t.operation.code().to_string(),
+            operation: t.operation.code(),
             status: t.status,
         })
         .collect();
