@@ -105,6 +105,11 @@ fn closed_sets(doc: &mut Value) {
         .map(|s| s.as_str())
         .collect();
     let problem_codes: Vec<&str> = crate::error::Code::ALL.iter().map(|c| c.as_str()).collect();
+    // Every reason a rack can be refused with, `unsupported` and `engine_unavailable` included.
+    let refusal_codes: Vec<&str> = crate::tasks::submission::RefusalCode::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
     let sets: Vec<(&str, &str, Vec<&str>)> = vec![
         ("Problem", "code", problem_codes),
         ("TaskDoc", "operation", operation_codes.clone()),
@@ -117,11 +122,7 @@ fn closed_sets(doc: &mut Value) {
         ("ComponentStepDoc", "status", step_statuses.clone()),
         ("StageDoc", "status", step_statuses),
         ("RackPlanDoc", "outcome", vec!["start", "queue", "reject"]),
-        (
-            "RejectionDoc",
-            "code",
-            vec!["rack_busy", "queue_full", "no_components"],
-        ),
+        ("RejectionDoc", "code", refusal_codes),
         (
             "ComponentChangeDoc",
             "result",

@@ -39,6 +39,15 @@ pub enum RefusalCode {
 }
 
 impl RefusalCode {
+    /// Every refusal reason.
+    pub const ALL: [RefusalCode; 5] = [
+        Self::RackBusy,
+        Self::QueueFull,
+        Self::NoComponents,
+        Self::Unsupported,
+        Self::EngineUnavailable,
+    ];
+
     /// The wire form, the same as the problem code it maps to.
     pub fn as_str(self) -> &'static str {
         Code::from(self).as_str()
