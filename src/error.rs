@@ -2,6 +2,10 @@
 
 use std::fmt;
 
+mod code;
+
+pub use code::Code;
+
 /// A problem with one input field, named by its JSON path (`components[2].bmcs[0].mac_address`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FieldError {
@@ -36,14 +40,14 @@ pub enum Error {
     /// The request clashes with stored state (duplicate key, attached elsewhere, not deleted yet).
     #[error("{message}")]
     Conflict {
-        code: &'static str,
+        code: Code,
         message: String,
         errors: Vec<FieldError>,
     },
     /// The request is well-formed but cannot be carried out as asked.
     #[error("{message}")]
     Unprocessable {
-        code: &'static str,
+        code: Code,
         message: String,
         errors: Vec<FieldError>,
     },
@@ -93,7 +97,7 @@ impl Error {
         }
     }
 
-    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn conflict(code: Code, message: impl Into<String>) -> Self {
         Self::Conflict {
             code,
             message: message.into(),

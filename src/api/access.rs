@@ -14,6 +14,7 @@ use super::problem::Problem;
 use crate::app::AppState;
 use crate::audit;
 use crate::auth::{AuthError, Identity, Role};
+use crate::error::Code;
 
 /// What a route asks of its caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,8 +224,12 @@ fn unauthorized(err: &AuthError) -> Response {
             format!("Bearer realm=\"flow\", error=\"invalid_token\", error_description=\"{other}\"")
         }
     };
-    let mut response =
-        Problem::new(StatusCode::UNAUTHORIZED, "unauthorized", err.to_string()).into_response();
+    let mut response = Problem::new(
+        StatusCode::UNAUTHORIZED,
+        Code::Unauthorized,
+        err.to_string(),
+    )
+    .into_response();
     if let Ok(value) = challenge.parse() {
         response
             .headers_mut()
@@ -248,7 +253,7 @@ fn forbidden_problem(identity: &Identity, needed: Role) -> Problem {
     let also = if needed == Admin { "" } else { " (or admin)" };
     Problem::new(
         StatusCode::FORBIDDEN,
-        "forbidden",
+        Code::Forbidden,
         format!(
             "this needs the {needed} role{also}; {} has {held}",
             identity.actor
@@ -302,7 +307,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             Err(AuthError::KeysUnavailable) => {
                 let problem = Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "unavailable",
+                    Code::Unavailable,
                     "credentials cannot be checked right now; retry",
                 );
                 return if console {

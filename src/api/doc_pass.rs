@@ -94,29 +94,35 @@ fn list_items_by_reference(doc: &mut Value) {
 
 /// Strings whose values form a closed set, as enums: `(schema, property, values)`.
 fn closed_sets(doc: &mut Value) {
-    use crate::rules::model::OPERATION_CODES;
+    let operation_codes: Vec<&str> = crate::operations::OperationCode::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
     let step_statuses: Vec<&str> =
         ["pending", "running", "succeeded", "failed", "cancelled"].to_vec();
     let task_statuses: Vec<&str> = crate::tasks::model::TaskStatus::ALL
         .iter()
         .map(|s| s.as_str())
         .collect();
+    let problem_codes: Vec<&str> = crate::error::Code::ALL.iter().map(|c| c.as_str()).collect();
+    // Every reason a rack can be refused with, `unsupported` and `engine_unavailable` included.
+    let refusal_codes: Vec<&str> = crate::tasks::submission::RefusalCode::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
     let sets: Vec<(&str, &str, Vec<&str>)> = vec![
-        ("TaskDoc", "operation", OPERATION_CODES.to_vec()),
-        ("RuleDoc", "operation", OPERATION_CODES.to_vec()),
-        ("RuleRequestDoc", "operation", OPERATION_CODES.to_vec()),
-        ("AssociationDoc", "operation", OPERATION_CODES.to_vec()),
-        ("BlockerDoc", "operation", OPERATION_CODES.to_vec()),
-        ("OperationTemplateDoc", "code", OPERATION_CODES.to_vec()),
+        ("Problem", "code", problem_codes),
+        ("TaskDoc", "operation", operation_codes.clone()),
+        ("RuleDoc", "operation", operation_codes.clone()),
+        ("RuleRequestDoc", "operation", operation_codes.clone()),
+        ("AssociationDoc", "operation", operation_codes.clone()),
+        ("BlockerDoc", "operation", operation_codes.clone()),
+        ("OperationTemplateDoc", "code", operation_codes.clone()),
         ("BlockerDoc", "status", task_statuses.clone()),
         ("ComponentStepDoc", "status", step_statuses.clone()),
         ("StageDoc", "status", step_statuses),
         ("RackPlanDoc", "outcome", vec!["start", "queue", "reject"]),
-        (
-            "RejectionDoc",
-            "code",
-            vec!["rack_busy", "queue_full", "no_components"],
-        ),
+        ("RejectionDoc", "code", refusal_codes),
         (
             "ComponentChangeDoc",
             "result",

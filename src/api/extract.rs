@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::problem::Problem;
-use crate::error::FieldError;
+use crate::error::{Code, FieldError};
 
 /// JSON body. Malformed JSON, wrong types and unknown fields become 400s naming the JSON path;
 /// a body over the size limit is a 413 and a non-JSON content type a 415.
@@ -22,7 +22,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
         if !is_json(req.headers()) {
             return Err(Problem::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                Code::UnsupportedMediaType,
                 "expected a JSON body with Content-Type: application/json",
             ));
         }
@@ -67,7 +67,7 @@ fn check_charset(headers: &HeaderMap) -> Result<(), Problem> {
             if charset != "utf-8" && charset != "utf8" {
                 return Err(Problem::new(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "unsupported_media_type",
+                    Code::UnsupportedMediaType,
                     format!("the body must be UTF-8, not {charset:?}"),
                 ));
             }
@@ -158,13 +158,13 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Pro
         if status == StatusCode::PAYLOAD_TOO_LARGE {
             Problem::new(
                 status,
-                "payload_too_large",
+                Code::PayloadTooLarge,
                 "the request body is larger than this server accepts",
             )
         } else {
             Problem::new(
                 StatusCode::BAD_REQUEST,
-                "invalid_body",
+                Code::InvalidBody,
                 rejection.body_text(),
             )
         }
@@ -198,7 +198,7 @@ impl<S: Send + Sync> FromRequest<S> for Document {
         if !yaml && !is_json(req.headers()) {
             return Err(Problem::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                Code::UnsupportedMediaType,
                 "expected a body with Content-Type: application/json or application/yaml",
             ));
         }
@@ -244,14 +244,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
             let bytes = Bytes::from_request(Request::from_parts(parts, body), state)
                 .await
                 .map_err(|r| {
-                    Problem::new(StatusCode::BAD_REQUEST, "invalid_body", r.body_text())
+                    Problem::new(StatusCode::BAD_REQUEST, Code::InvalidBody, r.body_text())
                 })?;
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 return Ok(Self(None));
             }
             return Err(Problem::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                Code::UnsupportedMediaType,
                 "expected no body, or a JSON body with Content-Type: application/json",
             ));
         }

@@ -36,6 +36,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::app::AppState;
+use crate::error::Code;
 use crate::telemetry::trace;
 use problem::Problem;
 
@@ -91,10 +92,11 @@ pub fn router(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             config.server.request_timeout,
         ))
+        .layer(axum::middleware::map_response(timeout_problem))
         .layer(CatchPanicLayer::custom(|_| {
             Problem::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
+                Code::Internal,
                 "internal error; see the server log",
             )
             .into_response()
@@ -166,7 +168,7 @@ impl<B> OnResponse<B> for LogResponse {
 async fn not_found(uri: axum::http::Uri) -> Problem {
     Problem::new(
         StatusCode::NOT_FOUND,
-        "not_found",
+        Code::NotFound,
         format!("no route for {}", uri.path()),
     )
 }
@@ -174,7 +176,44 @@ async fn not_found(uri: axum::http::Uri) -> Problem {
 async fn method_not_allowed() -> Problem {
     Problem::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        Code::MethodNotAllowed,
         "this method is not allowed on this path",
     )
+}
+
+/// The timeout layer answers 408 with an empty body; give it the problem body every error has.
+async fn timeout_problem(response: axum::response::Response) -> axum::response::Response {
+    let bare = !response
+        .headers()
+        .contains_key(axum::http::header::CONTENT_TYPE);
+    if response.status() == StatusCode::REQUEST_TIMEOUT && bare {
+        return Problem::new(
+            StatusCode::REQUEST_TIMEOUT,
+            Code::RequestTimeout,
+            "the request took longer than this server allows",
+        )
+        .into_response();
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_bare_timeout_becomes_a_request_timeout_problem() {
+        let bare = (StatusCode::REQUEST_TIMEOUT, ()).into_response();
+        let answered = timeout_problem(bare).await;
+        assert_eq!(answered.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(
+            answered.headers()[axum::http::header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        let body = axum::body::to_bytes(answered.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(json["code"], "request_timeout");
+    }
 }

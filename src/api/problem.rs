@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::{Error, FieldError};
+use crate::error::{Code, Error, FieldError};
 
 /// `Retry-After` of a `database_unavailable` answer: about two pool acquire timeouts.
 const DATABASE_RETRY_AFTER_SECS: u64 = 5;
@@ -36,7 +36,8 @@ pub struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
     /// Stable machine-readable code (`invalid_input`, `not_found`, `duplicate`, ...).
-    pub code: String,
+    #[schema(value_type = String)]
+    pub code: Code,
     /// One entry per offending input field.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<FieldErrorDoc>,
@@ -63,14 +64,14 @@ impl From<FieldError> for FieldErrorDoc {
 }
 
 impl Problem {
-    pub fn new(status: StatusCode, code: &str, detail: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: Code, detail: impl Into<String>) -> Self {
         Self {
             kind: format!("urn:flow:problem:{code}"),
             title: status.canonical_reason().unwrap_or("Error").to_string(),
             status: status.as_u16(),
             detail: detail.into(),
             instance: None,
-            code: code.to_string(),
+            code,
             errors: Vec::new(),
             retry_after: None,
         }
@@ -86,9 +87,9 @@ impl Problem {
     /// or `unavailable` (anything else), with a `Retry-After` hint.
     pub fn unavailable(service: &str) -> Self {
         let (code, retry) = match service {
-            "database" => ("database_unavailable", DATABASE_RETRY_AFTER_SECS),
-            "temporal" => ("engine_unavailable", ENGINE_RETRY_AFTER_SECS),
-            _ => ("unavailable", ENGINE_RETRY_AFTER_SECS),
+            "database" => (Code::DatabaseUnavailable, DATABASE_RETRY_AFTER_SECS),
+            "temporal" => (Code::EngineUnavailable, ENGINE_RETRY_AFTER_SECS),
+            _ => (Code::Unavailable, ENGINE_RETRY_AFTER_SECS),
         };
         let detail = match service {
             "temporal" => {
@@ -111,7 +112,7 @@ impl Problem {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("; ");
-        Self::new(StatusCode::BAD_REQUEST, "invalid_input", detail).with_errors(errors)
+        Self::new(StatusCode::BAD_REQUEST, Code::InvalidInput, detail).with_errors(errors)
     }
 }
 
@@ -139,7 +140,7 @@ impl From<Error> for Problem {
             Error::Invalid(errors) => Problem::invalid(errors),
             Error::NotFound { kind, id } => Problem::new(
                 StatusCode::NOT_FOUND,
-                "not_found",
+                Code::NotFound,
                 format!("{kind} {id} not found"),
             ),
             Error::Conflict {
@@ -168,7 +169,7 @@ impl From<Error> for Problem {
             } => Problem::new(StatusCode::UNPROCESSABLE_ENTITY, code, message).with_errors(errors),
             e @ Error::PreconditionFailed { .. } => Problem::new(
                 StatusCode::PRECONDITION_FAILED,
-                "precondition_failed",
+                Code::PreconditionFailed,
                 e.to_string(),
             ),
             Error::Unavailable { service, message } => {
@@ -184,7 +185,7 @@ impl From<Error> for Problem {
                 tracing::error!(error = %e, "request failed");
                 Problem::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
+                    Code::Internal,
                     "internal error; see the server log",
                 )
             }

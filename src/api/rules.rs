@@ -18,7 +18,7 @@ use super::schema::rule::{
 };
 use crate::app::AppState;
 use crate::error::Error;
-use crate::rules::model::OPERATION_CODES;
+use crate::operations::code::{OperationCode, UnknownOperation};
 use crate::rules::store::{self, RuleFilter};
 use crate::rules::{associations, builtin, parse};
 
@@ -32,19 +32,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(associate, dissociate))
 }
 
-fn operation_param(raw: &str) -> Result<String, Problem> {
-    if OPERATION_CODES.contains(&raw) {
-        Ok(raw.to_string())
-    } else {
-        Err(Error::invalid(
-            "operation",
-            format!(
-                "unknown operation '{raw}' (expected one of: {})",
-                OPERATION_CODES.join(", ")
-            ),
-        )
-        .into())
-    }
+fn operation_param(raw: &str) -> Result<OperationCode, Problem> {
+    raw.parse().map_err(|unknown: UnknownOperation| {
+        Error::invalid("operation", unknown.to_string()).into()
+    })
 }
 
 /// Query of `GET /v1/operation-rules`.
@@ -110,7 +101,7 @@ pub async fn list_rules(
     let items: Vec<RuleDoc> = if q.builtin {
         builtin::all()
             .iter()
-            .filter(|r| operation.as_deref().is_none_or(|op| r.operation == op))
+            .filter(|r| operation.is_none_or(|op| r.operation == op))
             .filter(|r| q.is_default.is_none_or(|d| r.is_default == d))
             .cloned()
             .map(Into::into)
@@ -316,7 +307,7 @@ pub async fn associate(
     let id = uuid_param("id", &id)?;
     let operation = operation_param(&operation)?;
     let (link, created) =
-        associations::associate(state.db(), id, &operation, body.rule_id, state.now()).await?;
+        associations::associate(state.db(), id, operation, body.rule_id, state.now()).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -342,6 +333,6 @@ pub async fn dissociate(
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
     let operation = operation_param(&operation)?;
-    associations::dissociate(state.db(), id, &operation).await?;
+    associations::dissociate(state.db(), id, operation).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -19,7 +19,7 @@ use super::schema::task::TaskDoc;
 use crate::app::AppState;
 use crate::error::{Error, Result, Violations};
 use crate::inventory::query::DEFAULT_LIMIT;
-use crate::rules::model::OPERATION_CODES;
+use crate::operations::code::OperationCode;
 use crate::tasks::model::TaskStatus;
 use crate::tasks::report;
 use crate::tasks::store::{self, TaskFilter};
@@ -70,17 +70,21 @@ impl ListTasksQuery {
                 None => v.push("status", format!("unknown task status {raw:?}")),
             }
         }
-        if let Some(op) = &self.operation
-            && !OPERATION_CODES.contains(&op.as_str())
-        {
-            v.push(
-                "operation",
-                format!(
-                    "unknown operation {op:?} (expected one of: {})",
-                    OPERATION_CODES.join(", ")
-                ),
-            );
-        }
+        let operation = match self.operation.as_deref().map(str::parse::<OperationCode>) {
+            Some(Err(_)) => {
+                let op = self.operation.as_deref().unwrap_or_default();
+                v.push(
+                    "operation",
+                    format!(
+                        "unknown operation {op:?} (expected one of: {})",
+                        OperationCode::expected()
+                    ),
+                );
+                None
+            }
+            Some(Ok(code)) => Some(code),
+            None => None,
+        };
         if self.active_only {
             let active = [
                 TaskStatus::Pending,
@@ -104,7 +108,7 @@ impl ListTasksQuery {
             rack_id: self.rack_id,
             component_id: self.component_id,
             statuses,
-            operation: self.operation.clone(),
+            operation,
             request_id: self.request_id,
         })
     }

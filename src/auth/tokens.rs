@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::{AuthError, Identity, Role};
 use crate::audit::{self, Change};
 use crate::db::entities::api_tokens;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 /// Every API token starts with this, so scanners can spot leaked ones and Flow can tell them
 /// from JWTs without trying both.
@@ -163,7 +163,7 @@ async fn insert(
         Ok(_) => {}
         Err(e) if crate::db::is_unique_violation(&e) => {
             return Err(Error::Conflict {
-                code: "duplicate",
+                code: Code::Duplicate,
                 message: format!("a token named {name:?} already exists"),
                 errors: vec![crate::error::FieldError::new("name", "already taken")],
             });

@@ -1,6 +1,7 @@
 //! `flow rule …`: operation rules (create from JSON or YAML, versions, defaults) and the rules
 //! racks are attached to.
 
+use clap::builder::PossibleValue;
 use clap::{Subcommand, ValueEnum};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -10,28 +11,17 @@ use super::client::{CliError, Client, exit};
 use super::input::{rack_id, read_text};
 use super::output::{self, Format, Table, cell, fields};
 use super::racks::done;
+use crate::operations::code::OperationCode;
 
-/// The operations a rule is written for (the API's operation codes).
-#[derive(Debug, Clone, Copy, ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub enum RuleOperation {
-    PowerOn,
-    PowerOff,
-    ForcePowerOff,
-    Restart,
-    ForceRestart,
-    WarmReset,
-    ColdReset,
-    Upgrade,
-    BringUp,
-    Ingest,
-}
+/// Operations as command-line values, spelled as the API spells them (`power_on`, `upgrade`).
+/// The CLI's concern, so it lives here rather than on the domain enum.
+impl ValueEnum for OperationCode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &OperationCode::ALL
+    }
 
-impl RuleOperation {
-    fn code(self) -> String {
-        self.to_possible_value()
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_default()
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
     }
 }
 
@@ -41,7 +31,7 @@ pub enum RuleCommand {
     /// List stored rules, newest first (or Flow's built-in ones).
     List {
         #[arg(long, value_enum)]
-        operation: Option<RuleOperation>,
+        operation: Option<OperationCode>,
         /// Only default rules.
         #[arg(long)]
         default: bool,
@@ -78,7 +68,7 @@ pub enum RuleCommand {
         #[arg(long)]
         rack: String,
         #[arg(long, value_enum)]
-        operation: RuleOperation,
+        operation: OperationCode,
         /// Rule id.
         #[arg(long)]
         rule: String,
@@ -89,7 +79,7 @@ pub enum RuleCommand {
         #[arg(long)]
         rack: String,
         #[arg(long, value_enum)]
-        operation: RuleOperation,
+        operation: OperationCode,
     },
     /// The rules a rack is attached to, one per operation at most.
     Rack {
@@ -108,7 +98,7 @@ pub async fn run(client: &Client, format: Format, command: &RuleCommand) -> Resu
         } => {
             let mut query = Vec::new();
             if let Some(operation) = operation {
-                query.push(("operation", operation.code()));
+                query.push(("operation", operation.to_string()));
             }
             if *default {
                 query.push(("is_default", "true".to_string()));
@@ -160,7 +150,7 @@ pub async fn run(client: &Client, format: Format, command: &RuleCommand) -> Resu
         } => {
             let rule = parse_id(rule)?;
             let id = rack_id(client, rack).await?;
-            let path = format!("/v1/racks/{id}/operation-rules/{}", operation.code());
+            let path = format!("/v1/racks/{id}/operation-rules/{operation}");
             let request = client
                 .request(Method::PUT, &path)
                 .json(&json!({ "rule_id": rule }));
@@ -171,11 +161,11 @@ pub async fn run(client: &Client, format: Format, command: &RuleCommand) -> Resu
         }
         RuleCommand::Detach { rack, operation } => {
             let id = rack_id(client, rack).await?;
-            let path = format!("/v1/racks/{id}/operation-rules/{}", operation.code());
+            let path = format!("/v1/racks/{id}/operation-rules/{operation}");
             client.send(client.request(Method::DELETE, &path)).await?;
             done(
                 format,
-                &format!("rack {rack} runs the default rule for {}", operation.code()),
+                &format!("rack {rack} runs the default rule for {operation}"),
             );
         }
         RuleCommand::Rack { rack } => {
@@ -344,11 +334,13 @@ mod tests {
 
     #[test]
     fn the_cli_offers_exactly_the_operations_rules_are_written_for() {
-        let codes: Vec<String> = RuleOperation::value_variants()
+        let names: Vec<String> = OperationCode::value_variants()
             .iter()
-            .map(|o| o.code())
+            .filter_map(|o| o.to_possible_value())
+            .map(|v| v.get_name().to_string())
             .collect();
-        assert_eq!(codes, crate::rules::model::OPERATION_CODES);
+        let codes: Vec<String> = OperationCode::ALL.map(|c| c.as_str().to_string()).to_vec();
+        assert_eq!(names, codes);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use super::input::rack_id;
 use super::list::{self, Paging};
 use super::output::{self, Format, Table, cell, fields};
 use super::watch;
+use crate::operations::code::OperationCode;
 
 /// `flow task …`
 #[derive(Debug, Subcommand)]
@@ -21,8 +22,8 @@ pub enum TaskCommand {
         #[arg(long)]
         status: Option<String>,
         /// `power_on`, `power_off`, `upgrade`, `bring_up`, `ingest`, ...
-        #[arg(long)]
-        operation: Option<String>,
+        #[arg(long, value_enum)]
+        operation: Option<OperationCode>,
         #[arg(long)]
         component: Option<String>,
         /// The request that created the tasks.
@@ -61,7 +62,7 @@ pub async fn run(client: &Client, format: Format, command: &TaskCommand) -> Resu
             let query = list::query(&[
                 ("rack_id", rack),
                 ("status", status.clone()),
-                ("operation", operation.clone()),
+                ("operation", operation.map(|o| o.to_string())),
                 ("component_id", component.clone()),
                 ("request_id", request.clone()),
                 ("active_only", active.then(|| "true".to_string())),

@@ -12,7 +12,7 @@ use super::model::{Bmc, Component, NewBmc, NewComponent, NewRack, Rack};
 use super::query::manufacturer_key;
 use super::uniqueness::on_unique;
 use crate::db::entities::{bmcs, components, racks};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 pub(crate) fn component_row(
     id: Uuid,
@@ -249,7 +249,7 @@ pub(crate) fn ensure_soft_deleted(
     match deleted_at {
         Some(_) => Ok(()),
         None => Err(Error::conflict(
-            "not_deleted",
+            Code::NotDeleted,
             format!("{kind} {id} is not deleted; delete it first"),
         )),
     }

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::code::OperationCode;
 use crate::components::{FirmwareRequest, PowerOp};
 use crate::error::{Result, Violations};
 use crate::inventory::model::ComponentType;
@@ -44,18 +45,18 @@ pub enum TaskType {
 
 impl Operation {
     /// Stable code stored with each task (`power_on`, `force_power_off`, `upgrade`, ...).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> OperationCode {
         match self {
-            Self::PowerOn => "power_on",
-            Self::PowerOff { forced: false } => "power_off",
-            Self::PowerOff { forced: true } => "force_power_off",
-            Self::PowerReset { forced: false } => "restart",
-            Self::PowerReset { forced: true } => "force_restart",
-            Self::WarmReset => "warm_reset",
-            Self::ColdReset => "cold_reset",
-            Self::FirmwareUpgrade { .. } => "upgrade",
-            Self::BringUp => "bring_up",
-            Self::Ingest => "ingest",
+            Self::PowerOn => OperationCode::PowerOn,
+            Self::PowerOff { forced: false } => OperationCode::PowerOff,
+            Self::PowerOff { forced: true } => OperationCode::ForcePowerOff,
+            Self::PowerReset { forced: false } => OperationCode::Restart,
+            Self::PowerReset { forced: true } => OperationCode::ForceRestart,
+            Self::WarmReset => OperationCode::WarmReset,
+            Self::ColdReset => OperationCode::ColdReset,
+            Self::FirmwareUpgrade { .. } => OperationCode::Upgrade,
+            Self::BringUp => OperationCode::BringUp,
+            Self::Ingest => OperationCode::Ingest,
         }
     }
 
@@ -248,10 +249,13 @@ mod tests {
     #[test]
     fn codes_follow_the_forced_flag() {
         assert_eq!(
-            Operation::PowerOff { forced: true }.code(),
+            Operation::PowerOff { forced: true }.code().as_str(),
             "force_power_off"
         );
-        assert_eq!(Operation::PowerReset { forced: false }.code(), "restart");
+        assert_eq!(
+            Operation::PowerReset { forced: false }.code().as_str(),
+            "restart"
+        );
         assert_eq!(Operation::Ingest.task_type(), TaskType::BringUp);
     }
 

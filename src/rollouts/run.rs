@@ -10,7 +10,7 @@ use super::progress::{Counts, rollout_task_statuses, task_statuses};
 use super::service::{RolloutService, task_spec};
 use super::store;
 use crate::drift::observe::Observer;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 /// What the run needs to drive the rollout, read once at its start.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -41,12 +41,12 @@ impl WaveProgress {
 fn refusal(e: &Error) -> Option<String> {
     match e {
         Error::Conflict {
-            code: "rack_busy" | "queue_full",
+            code: Code::RackBusy | Code::QueueFull,
             message,
             errors,
         }
         | Error::Unprocessable {
-            code: "no_components" | "unsupported",
+            code: Code::NoComponents | Code::Unsupported,
             message,
             errors,
         } => Some(

@@ -15,7 +15,7 @@ use super::model::{
 use super::{plan, store};
 use crate::clock::Clock;
 use crate::db::entities::racks;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::inventory::query::text_matches;
 use crate::operations::model::{OperationSpec, RackRef, RackTarget, TargetSpec};
 use crate::tasks::TaskService;
@@ -249,13 +249,13 @@ impl RolloutService {
         let rollout = store::get(&self.db, id).await?;
         if rollout.status.is_terminal() {
             return Err(Error::conflict(
-                "rollout_finished",
+                Code::RolloutFinished,
                 format!("rollout {id} has ended ({})", rollout.status.as_str()),
             ));
         }
         if command == Command::Approve && !rollout.spec.strategy.approval_after_canary {
             return Err(Error::conflict(
-                "no_approval_gate",
+                Code::NoApprovalGate,
                 format!("rollout {id} does not wait for an approval"),
             ));
         }

@@ -12,12 +12,13 @@ use super::model::Rule;
 use super::store;
 use crate::db::entities::{rack_rule_associations, racks};
 use crate::error::{Error, Result};
+use crate::operations::code::OperationCode;
 
 /// The rule a rack runs for one operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Association {
     pub rack_id: Uuid,
-    pub operation: String,
+    pub operation: OperationCode,
     pub rule_id: Uuid,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -32,30 +33,32 @@ async fn live_rack(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<()> {
         .ok_or_else(|| Error::not_found("rack", rack_id))
 }
 
-fn association(row: rack_rule_associations::Model) -> Association {
-    Association {
+fn association(row: rack_rule_associations::Model) -> Result<Association> {
+    let kind = format!("rack {} rule association", row.rack_id);
+    Ok(Association {
         rack_id: row.rack_id,
-        operation: row.operation,
+        operation: store::operation_of(&kind, &row.operation)?,
         rule_id: row.rule_id,
         created_at: row.created_at,
         updated_at: row.updated_at,
-    }
+    })
 }
 
 /// Sets the rule a rack runs for `operation`; `true` when the association is new.
 pub async fn associate(
     db: &DatabaseConnection,
     rack_id: Uuid,
-    operation: &str,
+    operation: OperationCode,
     rule_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<(Association, bool)> {
     let txn = crate::db::begin_write(db).await?;
     live_rack(&txn, rack_id).await?;
     super::requested::check_requested(&txn, rule_id, operation).await?;
-    let existing = rack_rule_associations::Entity::find_by_id((rack_id, operation.to_string()))
-        .one(&txn)
-        .await?;
+    let existing =
+        rack_rule_associations::Entity::find_by_id((rack_id, operation.as_str().to_string()))
+            .one(&txn)
+            .await?;
     let created = existing.is_none();
     let audit_before = existing.as_ref().map(
         |e| serde_json::json!({"rack_id": rack_id, "operation": operation, "rule_id": e.rule_id}),
@@ -70,7 +73,7 @@ pub async fn associate(
         None => {
             rack_rule_associations::ActiveModel {
                 rack_id: Set(rack_id),
-                operation: Set(operation.to_string()),
+                operation: Set(operation.as_str().to_string()),
                 rule_id: Set(rule_id),
                 created_at: Set(now),
                 updated_at: Set(now),
@@ -85,16 +88,20 @@ pub async fn associate(
         .after(Some(doc));
     crate::audit::record(&txn, change, now).await?;
     txn.commit().await?;
-    Ok((association(row), created))
+    Ok((association(row)?, created))
 }
 
 /// Removes a rack's rule for `operation`; removing one that is not there is not an error.
-pub async fn dissociate(db: &DatabaseConnection, rack_id: Uuid, operation: &str) -> Result<()> {
+pub async fn dissociate(
+    db: &DatabaseConnection,
+    rack_id: Uuid,
+    operation: OperationCode,
+) -> Result<()> {
     let txn = crate::db::begin_write(db).await?;
     live_rack(&txn, rack_id).await?;
     let removed = rack_rule_associations::Entity::delete_many()
         .filter(rack_rule_associations::Column::RackId.eq(rack_id))
-        .filter(rack_rule_associations::Column::Operation.eq(operation))
+        .filter(rack_rule_associations::Column::Operation.eq(operation.as_str()))
         .exec(&txn)
         .await?;
     if removed.rows_affected > 0 {
@@ -110,25 +117,26 @@ pub async fn dissociate(db: &DatabaseConnection, rack_id: Uuid, operation: &str)
 /// A rack's associations, by operation.
 pub async fn associations(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<Vec<Association>> {
     live_rack(db, rack_id).await?;
-    Ok(rack_rule_associations::Entity::find()
+    rack_rule_associations::Entity::find()
         .filter(rack_rule_associations::Column::RackId.eq(rack_id))
         .order_by_asc(rack_rule_associations::Column::Operation)
         .all(db)
         .await?
         .into_iter()
         .map(association)
-        .collect())
+        .collect()
 }
 
 /// The rule associated with a rack for an operation, if any.
 pub async fn for_rack(
     db: &impl ConnectionTrait,
     rack_id: Uuid,
-    operation: &str,
+    operation: OperationCode,
 ) -> Result<Option<Rule>> {
-    let Some(link) = rack_rule_associations::Entity::find_by_id((rack_id, operation.to_string()))
-        .one(db)
-        .await?
+    let Some(link) =
+        rack_rule_associations::Entity::find_by_id((rack_id, operation.as_str().to_string()))
+            .one(db)
+            .await?
     else {
         return Ok(None);
     };

@@ -5,6 +5,7 @@ use std::sync::OnceLock;
 
 use super::model::Rule;
 use super::parse;
+use crate::operations::code::OperationCode;
 
 const SOURCE: &str = include_str!("builtin.yaml");
 
@@ -43,27 +44,26 @@ pub fn all() -> &'static [Rule] {
 }
 
 /// The built-in rule for an operation code.
-pub fn for_operation(operation: &str) -> Option<&'static Rule> {
+pub fn for_operation(operation: OperationCode) -> Option<&'static Rule> {
     all().iter().find(|r| r.operation == operation)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::model::OPERATION_CODES;
 
     #[test]
     fn every_operation_has_exactly_one_valid_built_in_rule() {
-        for code in OPERATION_CODES {
+        for code in OperationCode::ALL {
             let matching = all().iter().filter(|r| r.operation == code).count();
             assert_eq!(matching, 1, "{code}");
         }
-        assert_eq!(all().len(), OPERATION_CODES.len());
+        assert_eq!(all().len(), OperationCode::ALL.len());
     }
 
     #[test]
     fn firmware_upgrade_includes_power_shelves_one_at_a_time() {
-        let rule = for_operation("upgrade").unwrap();
+        let rule = for_operation(OperationCode::Upgrade).unwrap();
         let shelves = rule
             .definition
             .stages

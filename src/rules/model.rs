@@ -10,23 +10,10 @@ use uuid::Uuid;
 use super::duration;
 use crate::components::{DevicePower, PowerOp};
 use crate::inventory::model::ComponentType;
+use crate::operations::code::OperationCode;
 
 /// The only definition format so far; stored with every definition so a later one can be told apart.
 pub const DEFINITION_VERSION: &str = "v1";
-
-/// Operation codes a rule can be written for: one per operation the API offers.
-pub const OPERATION_CODES: [&str; 10] = [
-    "power_on",
-    "power_off",
-    "force_power_off",
-    "restart",
-    "force_restart",
-    "warm_reset",
-    "cold_reset",
-    "upgrade",
-    "bring_up",
-    "ingest",
-];
 
 /// The power operation a `power_control` action sends, named as operators and the API name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,19 +30,33 @@ pub enum PowerCode {
 }
 
 impl PowerCode {
-    pub const ALL: [&'static str; 8] = [
-        "power_on",
-        "force_power_on",
-        "power_off",
-        "force_power_off",
-        "restart",
-        "force_restart",
-        "warm_reset",
-        "cold_reset",
+    pub const ALL: [PowerCode; 8] = [
+        Self::PowerOn,
+        Self::ForcePowerOn,
+        Self::PowerOff,
+        Self::ForcePowerOff,
+        Self::Restart,
+        Self::ForceRestart,
+        Self::WarmReset,
+        Self::ColdReset,
     ];
 
+    /// The wire form, the same string serde writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PowerOn => "power_on",
+            Self::ForcePowerOn => "force_power_on",
+            Self::PowerOff => "power_off",
+            Self::ForcePowerOff => "force_power_off",
+            Self::Restart => "restart",
+            Self::ForceRestart => "force_restart",
+            Self::WarmReset => "warm_reset",
+            Self::ColdReset => "cold_reset",
+        }
+    }
+
     pub fn parse(code: &str) -> Option<Self> {
-        serde_json::from_value(serde_json::Value::String(code.to_string())).ok()
+        Self::ALL.into_iter().find(|c| c.as_str() == code)
     }
 
     pub fn op(self) -> PowerOp {
@@ -72,11 +73,11 @@ impl PowerCode {
     }
 
     /// The power operation a rule for `operation` sends when an action names none.
-    pub fn inherited(operation: &str) -> Option<Self> {
+    pub fn inherited(operation: OperationCode) -> Option<Self> {
         match operation {
-            "power_on" => Some(Self::PowerOn),
-            "power_off" => Some(Self::PowerOff),
-            "force_power_off" => Some(Self::ForcePowerOff),
+            OperationCode::PowerOn => Some(Self::PowerOn),
+            OperationCode::PowerOff => Some(Self::PowerOff),
+            OperationCode::ForcePowerOff => Some(Self::ForcePowerOff),
             _ => None,
         }
     }
@@ -140,10 +141,7 @@ impl Action {
         match self {
             Self::PowerControl {
                 operation: Some(code),
-            } => serde_json::to_value(code)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default(),
+            } => code.as_str().into(),
             Self::PowerControl { operation: None } => "power_control".into(),
             Self::VerifyPower { expect, .. } => match expect {
                 DevicePower::Off => "verify_power_off".into(),
@@ -271,8 +269,8 @@ pub struct Rule {
     pub id: Option<Uuid>,
     pub name: String,
     pub description: Option<String>,
-    /// The operation code the rule is for (`power_on`, `upgrade`, ...).
-    pub operation: String,
+    /// The operation the rule is for (`power_on`, `upgrade`, ...).
+    pub operation: OperationCode,
     pub is_default: bool,
     pub builtin: bool,
     pub version: Option<i32>,

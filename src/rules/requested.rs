@@ -7,14 +7,15 @@ use uuid::Uuid;
 
 use super::model::Rule;
 use super::store;
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Code, Error, FieldError, Result};
+use crate::operations::code::OperationCode;
 
 /// A rule named by a caller: a missing one is the caller's `rule_id` at fault (422), not a 404
 /// of the resource asked for.
 pub(super) async fn named(db: &impl ConnectionTrait, id: Uuid, missing: String) -> Result<Rule> {
     store::get(db, id).await.map_err(|e| match e {
         Error::NotFound { .. } => Error::Unprocessable {
-            code: "rule_not_found",
+            code: Code::RuleNotFound,
             message: missing,
             errors: vec![FieldError::new("rule_id", "no such operation rule")],
         },
@@ -27,7 +28,7 @@ pub(super) async fn named(db: &impl ConnectionTrait, id: Uuid, missing: String) 
 pub async fn check_requested(
     db: &impl ConnectionTrait,
     rule_id: Uuid,
-    operation: &str,
+    operation: OperationCode,
 ) -> Result<()> {
     let rule = named(
         db,

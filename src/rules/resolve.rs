@@ -8,6 +8,7 @@ use super::model::{Rule, RuleSource};
 use super::requested::named;
 use super::{associations, builtin, store};
 use crate::error::{Error, Result};
+use crate::operations::code::OperationCode;
 
 // Callers across the crate check a requested rule through here, beside resolving one.
 pub use super::requested::check_requested;
@@ -17,7 +18,7 @@ pub async fn resolve(
     db: &impl ConnectionTrait,
     requested: Option<Uuid>,
     rack_id: Uuid,
-    operation: &str,
+    operation: OperationCode,
 ) -> Result<(Rule, RuleSource)> {
     if let Some(id) = requested {
         let message = format!("the requested operation rule {id} no longer exists");

@@ -12,7 +12,8 @@ use uuid::Uuid;
 use super::model::{Rule, RuleDefinition};
 use super::parse::RuleInput;
 use crate::db::entities::{operation_rule_versions, operation_rules, rack_rule_associations};
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Code, Error, FieldError, Result};
+use crate::operations::code::OperationCode;
 
 /// One stored version of a rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,7 +28,7 @@ pub struct RuleVersion {
 /// Filters of the rule list.
 #[derive(Debug, Clone, Default)]
 pub struct RuleFilter {
-    pub operation: Option<String>,
+    pub operation: Option<OperationCode>,
     pub is_default: Option<bool>,
 }
 
@@ -40,13 +41,20 @@ fn to_json(definition: &RuleDefinition) -> Result<serde_json::Value> {
     serde_json::to_value(definition).map_err(|e| Error::Internal(e.to_string()))
 }
 
+/// A stored operation code; one Flow does not know is a corrupt row, not the caller's fault.
+pub(super) fn operation_of(kind: &str, stored: &str) -> Result<OperationCode> {
+    stored
+        .parse()
+        .map_err(|e| Error::Internal(format!("{kind}: stored operation unreadable: {e}")))
+}
+
 fn rule_from_row(row: operation_rules::Model) -> Result<Rule> {
     Ok(Rule {
+        operation: operation_of(&format!("rule {}", row.id), &row.operation)?,
         id: Some(row.id),
         definition: definition_of(row.id, row.definition)?,
         name: row.name,
         description: row.description,
-        operation: row.operation,
         is_default: row.is_default,
         builtin: false,
         version: Some(row.version),
@@ -67,9 +75,12 @@ pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Rule> {
 }
 
 /// The current default rule for an operation, if one is set.
-pub async fn default_for(db: &impl ConnectionTrait, operation: &str) -> Result<Option<Rule>> {
+pub async fn default_for(
+    db: &impl ConnectionTrait,
+    operation: OperationCode,
+) -> Result<Option<Rule>> {
     operation_rules::Entity::find()
-        .filter(operation_rules::Column::Operation.eq(operation))
+        .filter(operation_rules::Column::Operation.eq(operation.as_str()))
         .filter(operation_rules::Column::IsDefault.eq(true))
         .one(db)
         .await?
@@ -80,7 +91,7 @@ pub async fn default_for(db: &impl ConnectionTrait, operation: &str) -> Result<O
 /// Refuses a second default for an operation: switching defaults is an explicit act.
 async fn check_no_other_default(
     db: &impl ConnectionTrait,
-    operation: &str,
+    operation: OperationCode,
     except: Option<Uuid>,
 ) -> Result<()> {
     if let Some(existing) = default_for(db, operation).await?
@@ -88,7 +99,7 @@ async fn check_no_other_default(
     {
         let id = existing.id.map(|i| i.to_string()).unwrap_or_default();
         return Err(Error::Conflict {
-            code: "default_exists",
+            code: Code::DefaultExists,
             message: format!(
                 "rule {id} ({}) is already the default for {operation}; to switch, make this rule the default explicitly",
                 existing.name
@@ -129,14 +140,14 @@ pub async fn create(
 ) -> Result<Rule> {
     let txn = crate::db::begin_write(db).await?;
     if input.is_default {
-        check_no_other_default(&txn, &input.operation, None).await?;
+        check_no_other_default(&txn, input.operation, None).await?;
     }
     let id = Uuid::now_v7();
     let row = operation_rules::ActiveModel {
         id: Set(id),
         name: Set(input.name.clone()),
         description: Set(input.description.clone()),
-        operation: Set(input.operation.clone()),
+        operation: Set(input.operation.as_str().to_string()),
         is_default: Set(input.is_default),
         version: Set(1),
         definition: Set(to_json(&input.definition)?),
@@ -162,7 +173,7 @@ pub async fn replace(
     let txn = crate::db::begin_write(db).await?;
     let current = row(&txn, id).await?;
     let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id).await?;
-    if current.operation != input.operation {
+    if current.operation != input.operation.as_str() {
         return Err(Error::invalid(
             "operation",
             format!(
@@ -172,7 +183,7 @@ pub async fn replace(
         ));
     }
     if input.is_default {
-        check_no_other_default(&txn, &input.operation, Some(id)).await?;
+        check_no_other_default(&txn, input.operation, Some(id)).await?;
     }
     let version = current.version + 1;
     let mut am: operation_rules::ActiveModel = current.into();
@@ -191,7 +202,7 @@ pub async fn replace(
         .await
         .map_err(|e| match e {
             sea_orm::DbErr::RecordNotUpdated => Error::conflict(
-                "concurrent_update",
+                Code::ConcurrentUpdate,
                 format!("rule {id} was changed by another request; read it again and retry"),
             ),
             other => other.into(),
@@ -227,7 +238,7 @@ pub async fn delete(db: &DatabaseConnection, id: Uuid) -> Result<()> {
 /// Stored rules, newest first.
 pub async fn list(db: &impl ConnectionTrait, filter: &RuleFilter) -> Result<Vec<Rule>> {
     let mut query = operation_rules::Entity::find();
-    if let Some(op) = &filter.operation {
+    if let Some(op) = filter.operation {
         query = query.filter(operation_rules::Column::Operation.eq(op.as_str()));
     }
     if let Some(d) = filter.is_default {

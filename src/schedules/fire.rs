@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::model::{OverlapPolicy, RackOutcome, RackResult, Run, RunTrigger, Schedule};
 use super::service::{ScheduleService, refuse_consumed};
 use super::store;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::tasks::TaskStatus;
 
 /// The name each fired task carries: `<schedule> — <fire time>`.
@@ -40,7 +40,7 @@ impl ScheduleService {
             }
         }
         Err(Error::conflict(
-            "schedule_busy",
+            Code::ScheduleBusy,
             format!("schedule {id} kept changing; retry"),
         ))
     }
@@ -126,7 +126,7 @@ impl ScheduleService {
                     },
                 },
                 Err(Error::Conflict {
-                    code: "rack_busy",
+                    code: Code::RackBusy,
                     errors,
                     message,
                 }) if schedule.overlap == OverlapPolicy::Skip => RackOutcome::Skipped {

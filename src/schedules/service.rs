@@ -13,7 +13,7 @@ use super::timing::Timer;
 use crate::audit::{self, Change};
 use crate::clock::Clock;
 use crate::db::entities::{racks, task_schedules};
-use crate::error::{Error, FieldError, Result, Violations};
+use crate::error::{Code, Error, FieldError, Result, Violations};
 use crate::inventory::model::ComponentType;
 use crate::operations::model::{RackRef, RackTarget};
 use crate::tasks::TaskService;
@@ -227,7 +227,7 @@ impl ScheduleService {
             }
         }
         Err(Error::conflict(
-            "schedule_busy",
+            Code::ScheduleBusy,
             format!("schedule {id} kept changing; retry"),
         ))
     }
@@ -244,7 +244,7 @@ impl ScheduleService {
             if let Some(timer) = &patch.timer {
                 if s.is_consumed() {
                     return Err(Error::conflict(
-                        "one_time_consumed",
+                        Code::OneTimeConsumed,
                         "this one-time schedule has fired; create a new schedule instead",
                     ));
                 }
@@ -371,7 +371,7 @@ impl ScheduleService {
         };
         if scopes.len() == 1 {
             return Err(Error::conflict(
-                "last_scope",
+                Code::LastScope,
                 "cannot remove the last rack of a schedule; delete the schedule instead",
             ));
         }
@@ -387,7 +387,7 @@ impl ScheduleService {
 pub(super) fn refuse_consumed(s: &Schedule) -> Result<()> {
     if s.is_consumed() {
         Err(Error::conflict(
-            "one_time_consumed",
+            Code::OneTimeConsumed,
             "this one-time schedule has already fired",
         ))
     } else {

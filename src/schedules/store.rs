@@ -14,7 +14,7 @@ use super::model::{
 };
 use crate::db::entities::task_schedules as schedules;
 use crate::db::entities::{task_schedule_runs as runs, task_schedule_scopes as scopes};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::inventory::query::{Cursor, Page, PageRequest};
 
 fn corrupt(what: &str, id: Uuid, e: impl std::fmt::Display) -> Error {
@@ -72,7 +72,7 @@ fn to_row(s: &Schedule) -> Result<schedules::ActiveModel> {
 fn name_taken(e: sea_orm::DbErr, name: &str) -> Error {
     if crate::db::is_unique_violation(&e) {
         Error::Conflict {
-            code: "name_exists",
+            code: Code::NameExists,
             message: format!("a schedule named {name:?} already exists"),
             errors: vec![crate::error::FieldError::new("name", "already taken")],
         }

@@ -15,6 +15,7 @@ use super::store::task_from_row;
 use crate::db::entities::{task_steps, tasks};
 use crate::error::{Error, Result};
 use crate::inventory::query::Page;
+use crate::operations::code::OperationCode;
 
 /// Filters of the task list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,7 +23,7 @@ pub struct TaskFilter {
     pub rack_id: Option<Uuid>,
     pub component_id: Option<Uuid>,
     pub statuses: Vec<TaskStatus>,
-    pub operation: Option<String>,
+    pub operation: Option<OperationCode>,
     pub request_id: Option<Uuid>,
 }
 
@@ -55,7 +56,7 @@ pub async fn list(
         query =
             query.filter(tasks::Column::Status.is_in(filter.statuses.iter().map(|s| s.as_str())));
     }
-    if let Some(op) = &filter.operation {
+    if let Some(op) = filter.operation {
         query = query.filter(tasks::Column::Operation.eq(op.as_str()));
     }
     if let Some(component) = filter.component_id {

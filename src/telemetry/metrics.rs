@@ -11,6 +11,8 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+use crate::operations::code::OperationCode;
+
 /// The content type of [`render`]'s output.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -225,7 +227,8 @@ pub fn device_call(manager: &str, action: &str, outcome: &str, elapsed: Duration
 }
 
 /// A task reached a terminal status after `elapsed`.
-pub fn task_ended(operation: &str, status: &str, elapsed: Option<Duration>) {
+pub fn task_ended(operation: OperationCode, status: &str, elapsed: Option<Duration>) {
+    let operation = operation.as_str();
     METRICS.tasks.with_label_values(&[operation, status]).inc();
     if let Some(elapsed) = elapsed {
         METRICS

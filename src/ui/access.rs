@@ -15,6 +15,7 @@ use super::csrf::CsrfToken;
 use super::page::UiError;
 use crate::api::problem::Problem;
 use crate::auth::{Identity, Role};
+use crate::error::Code;
 
 /// Something a console page can offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +76,7 @@ impl Viewer {
         }
         Err(Problem::new(
             StatusCode::FORBIDDEN,
-            "forbidden",
+            Code::Forbidden,
             format!(
                 "this needs the {} role (or admin); you are signed in as {}",
                 action.needs(),
@@ -102,7 +103,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Viewer {
             .ok_or_else(|| {
                 UiError(Problem::new(
                     StatusCode::UNAUTHORIZED,
-                    "unauthorized",
+                    Code::Unauthorized,
                     "sign in to use the console",
                 ))
             })

@@ -10,6 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::api::problem::Problem;
+use crate::error::Code;
 
 /// Name of the cookie and of the hidden form field.
 pub const FIELD: &str = "csrf";
@@ -51,7 +52,7 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 fn refused(detail: &str) -> Response {
-    super::page::error_page(Problem::new(StatusCode::FORBIDDEN, "csrf", detail))
+    super::page::error_page(Problem::new(StatusCode::FORBIDDEN, Code::Csrf, detail))
 }
 
 /// Issues the token on reads and checks it on every other method.

@@ -17,6 +17,7 @@ use super::session::{self, safe_next};
 use crate::api::problem::{FieldErrorDoc, Problem};
 use crate::app::AppState;
 use crate::auth::AuthError;
+use crate::error::Code;
 
 /// Where a signed-in browser goes when it did not come from a page.
 const HOME: &str = "/ui/racks";
@@ -87,7 +88,7 @@ pub async fn submit(
         .map(|(_, v)| v.trim())
         .unwrap_or("");
     let refused = |status: StatusCode, detail: &str| {
-        let mut p = Problem::new(status, "unauthorized", detail);
+        let mut p = Problem::new(status, Code::Unauthorized, detail);
         // Name the field, like every other form error.
         p.errors = vec![FieldErrorDoc {
             field: "token".into(),

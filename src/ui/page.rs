@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 
 use super::access::Viewer;
 use crate::api::problem::Problem;
+use crate::error::Code;
 
 /// The navigation, in order: (path, label).
 pub const NAV: &[(&str, &str)] = &[
@@ -139,7 +140,7 @@ pub fn query<T: DeserializeOwned>(
     raw: Option<&str>,
 ) -> Result<(T, Vec<(String, String)>), Problem> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.unwrap_or(""))
-        .map_err(|e| Problem::new(StatusCode::BAD_REQUEST, "invalid", e.to_string()))?;
+        .map_err(|e| Problem::new(StatusCode::BAD_REQUEST, Code::Invalid, e.to_string()))?;
     let kept: Vec<(String, String)> = pairs
         .into_iter()
         .filter(|(_, v)| !v.trim().is_empty())
@@ -148,7 +149,7 @@ pub fn query<T: DeserializeOwned>(
     let parsed = serde_urlencoded::from_str(&encoded).map_err(|e| {
         Problem::new(
             StatusCode::BAD_REQUEST,
-            "invalid",
+            Code::Invalid,
             format!("bad filter: {e}"),
         )
     })?;

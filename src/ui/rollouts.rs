@@ -19,6 +19,7 @@ use crate::api::problem::Problem;
 use crate::api::rollouts::ListRolloutsQuery;
 use crate::api::schema::rollout_view::{CountsDoc, RolloutDoc, WaveDoc};
 use crate::app::AppState;
+use crate::error::Code;
 use crate::rollouts::model::{Command, RolloutStatus};
 
 /// How often the live page looks for a change (the API's stream does the same).
@@ -319,7 +320,7 @@ pub async fn steer(
         _ => {
             return Err(Problem::new(
                 StatusCode::NOT_FOUND,
-                "not_found",
+                Code::NotFound,
                 format!("no rollout action {action:?}"),
             )
             .into());

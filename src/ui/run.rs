@@ -19,16 +19,17 @@ use crate::api::schema::operation::{
 use crate::api::schema::rule::RackPlanDoc;
 use crate::app::AppState;
 use crate::error::{Error, Violations};
+use crate::operations::code::OperationCode;
 use crate::operations::model::{Operation, OperationSpec};
 
 /// The operations the console offers: (form value, label).
-const OPERATIONS: [(&str, &str); 6] = [
-    ("power_on", "Power on"),
-    ("power_off", "Power off (graceful)"),
-    ("force_power_off", "Power off (forced)"),
-    ("restart", "Restart (graceful)"),
-    ("force_restart", "Restart (forced)"),
-    ("bring_up", "Bring up"),
+const OPERATIONS: [(OperationCode, &str); 6] = [
+    (OperationCode::PowerOn, "Power on"),
+    (OperationCode::PowerOff, "Power off (graceful)"),
+    (OperationCode::ForcePowerOff, "Power off (forced)"),
+    (OperationCode::Restart, "Restart (graceful)"),
+    (OperationCode::ForceRestart, "Restart (forced)"),
+    (OperationCode::BringUp, "Bring up"),
 ];
 
 /// The submitted form, whichever step it comes from.
@@ -66,13 +67,13 @@ fn parse(bytes: &[u8]) -> Result<RunForm, Problem> {
 }
 
 fn spec(form: &RunForm) -> Result<OperationSpec, Error> {
-    let operation = match form.operation.as_str() {
-        "power_on" => Operation::PowerOn,
-        "power_off" => Operation::PowerOff { forced: false },
-        "force_power_off" => Operation::PowerOff { forced: true },
-        "restart" => Operation::PowerReset { forced: false },
-        "force_restart" => Operation::PowerReset { forced: true },
-        "bring_up" => Operation::BringUp,
+    let operation = match form.operation.parse() {
+        Ok(OperationCode::PowerOn) => Operation::PowerOn,
+        Ok(OperationCode::PowerOff) => Operation::PowerOff { forced: false },
+        Ok(OperationCode::ForcePowerOff) => Operation::PowerOff { forced: true },
+        Ok(OperationCode::Restart) => Operation::PowerReset { forced: false },
+        Ok(OperationCode::ForceRestart) => Operation::PowerReset { forced: true },
+        Ok(OperationCode::BringUp) => Operation::BringUp,
         _ => {
             return Err(Error::invalid(
                 "operation",
@@ -142,7 +143,7 @@ pub async fn form(
         form.card method="post" action="/ui/run/preview" {
             (fields(&form, &csrf, true))
             label { "Operation" select name="operation" required {
-                @for (value, label) in OPERATIONS { option value=(value) { (label) } }
+                @for (value, label) in OPERATIONS { option value=(value.as_str()) { (label) } }
             } }
             label { "Description (optional)" input type="text" name="description" maxlength="500"; }
             label { "If a rack is busy" select name="conflict_strategy" {

@@ -16,6 +16,7 @@ use crate::api::schedules::ListSchedulesQuery;
 use crate::api::schema::rule::RuleDoc;
 use crate::api::validation::ListDriftQuery;
 use crate::app::AppState;
+use crate::error::Code;
 use crate::schedules::service::ScheduleService;
 
 const DIFF_KINDS: [&str; 4] = ["missing", "unexpected", "mismatch", "unreachable"];
@@ -151,7 +152,7 @@ pub async fn schedule_action(
         _ => {
             return Err(Problem::new(
                 axum::http::StatusCode::NOT_FOUND,
-                "not_found",
+                Code::NotFound,
                 format!("no schedule action {action:?}"),
             )
             .into());

@@ -5,43 +5,50 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::responses_mut;
+use crate::error::Code;
 
 const PROBLEM: &str = "application/problem+json";
 
 /// The code and detail of the example problem of each status.
 fn example_of(status: u16) -> Value {
     let (code, detail) = match status {
-        400 => ("invalid_input", "limit: invalid digit found in string"),
-        401 => ("unauthorized", "missing or invalid credentials"),
-        403 => ("forbidden", "this token may not do that"),
+        400 => (Code::InvalidInput, "limit: invalid digit found in string"),
+        401 => (Code::Unauthorized, "missing or invalid credentials"),
+        403 => (Code::Forbidden, "this token may not do that"),
         404 => (
-            "not_found",
+            Code::NotFound,
             "rack 0194a3c2-7f00-7000-8000-000000000001 not found",
         ),
         405 => (
-            "method_not_allowed",
+            Code::MethodNotAllowed,
             "this method is not allowed on this path",
         ),
         408 => (
-            "request_timeout",
+            Code::RequestTimeout,
             "the request took longer than this server allows",
         ),
-        409 => ("duplicate", "a rack with this serial number already exists"),
+        409 => (
+            Code::Duplicate,
+            "a rack with this serial number already exists",
+        ),
         412 => (
-            "precondition_failed",
+            Code::PreconditionFailed,
             "the resource changed since If-Match's revision",
         ),
         413 => (
-            "payload_too_large",
+            Code::PayloadTooLarge,
             "the request body is larger than this server accepts",
         ),
         415 => (
-            "unsupported_media_type",
+            Code::UnsupportedMediaType,
             "expected a JSON body with Content-Type: application/json",
         ),
-        422 => ("unsupported", "no component manager can run this operation"),
-        503 => ("unavailable", "temporal is unavailable"),
-        _ => ("internal", "internal error; see the server log"),
+        422 => (
+            Code::Unsupported,
+            "no component manager can run this operation",
+        ),
+        503 => (Code::Unavailable, "temporal is unavailable"),
+        _ => (Code::Internal, "internal error; see the server log"),
     };
     let title = StatusCode::from_u16(status)
         .ok()
@@ -52,7 +59,7 @@ fn example_of(status: u16) -> Value {
         "title": title,
         "status": status,
         "detail": detail,
-        "code": code,
+        "code": code.as_str(),
     });
     if status == 400 {
         example["errors"] = json!([{"field": "limit", "message": "invalid digit found in string"}]);

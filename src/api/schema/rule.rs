@@ -114,7 +114,7 @@ impl From<Rule> for RuleDoc {
             id: r.id,
             name: r.name,
             description: r.description,
-            operation: r.operation,
+            operation: r.operation.to_string(),
             is_default: r.is_default,
             builtin: r.builtin,
             version: r.version,
@@ -183,7 +183,7 @@ impl From<Association> for AssociationDoc {
     fn from(a: Association) -> Self {
         Self {
             rack_id: a.rack_id,
-            operation: a.operation,
+            operation: a.operation.to_string(),
             rule_id: a.rule_id,
             created_at: a.created_at,
             updated_at: a.updated_at,
@@ -333,7 +333,7 @@ impl From<RackPreview> for RackPlanDoc {
                 .into_iter()
                 .map(|b| BlockerDoc {
                     task_id: b.task_id,
-                    operation: b.operation,
+                    operation: b.operation.to_string(),
                     status: b.status.as_str().into(),
                 })
                 .collect(),

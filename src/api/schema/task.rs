@@ -169,7 +169,7 @@ impl TaskDoc {
         Self {
             id: task.id,
             request_id: task.request_id,
-            operation: task.operation.code().into(),
+            operation: task.operation.code().to_string(),
             rack_id: task.rack_id,
             component_ids: task.components.iter().map(|c| c.id).collect(),
             description: task.description,

@@ -21,7 +21,7 @@ use super::live::components_by_serial;
 use super::model::{NewBmc, NewComponent};
 use super::query::manufacturer_key;
 use crate::db::entities::bmcs;
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Code, Error, FieldError, Result};
 
 /// A field's JSON path under `path` (empty for a top-level component).
 fn at(path: &str, field: &str) -> String {
@@ -186,7 +186,7 @@ fn duplicate_unless_empty(message: &str, errors: Vec<FieldError>) -> Result<()> 
         Ok(())
     } else {
         Err(Error::Conflict {
-            code: "duplicate",
+            code: Code::Duplicate,
             message: message.into(),
             errors,
         })
@@ -197,7 +197,7 @@ fn duplicate_unless_empty(message: &str, errors: Vec<FieldError>) -> Result<()> 
 pub(crate) fn on_unique(err: sea_orm::DbErr, what: &str) -> Error {
     if crate::db::is_unique_violation(&err) {
         Error::conflict(
-            "duplicate",
+            Code::Duplicate,
             format!("{what} was registered concurrently by another request"),
         )
     } else {

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::{Candidate, against_store, duplicate_unless_empty, in_request};
 use crate::db::entities::{components, nvl_domains, racks};
-use crate::error::{Error, FieldError, Result};
+use crate::error::{Code, Error, FieldError, Result};
 use crate::inventory::model::NewRack;
 use crate::inventory::query::manufacturer_key;
 
@@ -78,7 +78,7 @@ pub(crate) fn component_elsewhere(i: usize, row: &components::Model) -> Error {
         .rack_id
         .map_or("no rack".to_string(), |r| format!("rack {r}"));
     Error::Conflict {
-        code: "component_elsewhere",
+        code: Code::ComponentElsewhere,
         message:
             "a listed component belongs elsewhere; move it by patching the component's rack_id"
                 .into(),
@@ -148,7 +148,7 @@ pub(crate) fn ensure_attachable(
         Ok(to_attach)
     } else {
         Err(Error::Conflict {
-            code: "attached_elsewhere",
+            code: Code::AttachedElsewhere,
             message: "rack already in another nvl domain".into(),
             errors: elsewhere,
         })
@@ -158,7 +158,7 @@ pub(crate) fn ensure_attachable(
 /// The 409 for detaching a rack from a domain it is not in (it is in `other`).
 pub(crate) fn attached_elsewhere(rack: &racks::Model, other: Uuid, domain_name: &str) -> Error {
     Error::conflict(
-        "attached_elsewhere",
+        Code::AttachedElsewhere,
         format!(
             "rack {} is attached to domain {other}, not {domain_name}",
             rack.name

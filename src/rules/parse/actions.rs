@@ -5,12 +5,13 @@ use serde_json::Value;
 use super::fields::{Fields, join};
 use crate::components::DevicePower;
 use crate::error::Violations;
+use crate::operations::code::OperationCode;
 use crate::rules::model::{Action, PowerCode};
 
 pub(super) fn actions(
     value: Option<&Value>,
     path: &str,
-    operation: Option<&str>,
+    operation: Option<OperationCode>,
     v: &mut Violations,
 ) -> Option<Vec<Action>> {
     let Some(Value::Array(items)) = value else {
@@ -45,7 +46,7 @@ pub(super) fn actions(
 fn action(
     value: &Value,
     path: &str,
-    operation: Option<&str>,
+    operation: Option<OperationCode>,
     v: &mut Violations,
 ) -> Option<Action> {
     let name = match value.get("action") {
@@ -99,7 +100,7 @@ fn action(
                         f.at("operation"),
                         format!(
                             "unknown power operation '{code}' (expected one of: {})",
-                            PowerCode::ALL.join(", ")
+                            PowerCode::ALL.map(PowerCode::as_str).join(", ")
                         ),
                     );
                     None

@@ -11,18 +11,17 @@ use serde_json::Value;
 use self::actions::actions;
 use self::fields::Fields;
 use super::duration;
-use super::model::{
-    Action, DEFINITION_VERSION, OPERATION_CODES, OnFailure, Retry, RuleDefinition, StageRule,
-};
+use super::model::{Action, DEFINITION_VERSION, OnFailure, Retry, RuleDefinition, StageRule};
 use crate::error::{Result, Violations};
 use crate::inventory::model::ComponentType;
+use crate::operations::code::OperationCode;
 
 /// A rule as submitted: what create and replace accept.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuleInput {
     pub name: String,
     pub description: Option<String>,
-    pub operation: String,
+    pub operation: OperationCode,
     pub is_default: bool,
     pub definition: RuleDefinition,
 }
@@ -55,18 +54,15 @@ pub fn rule(value: &Value) -> Result<RuleInput> {
     let description = f
         .string("description", false, &mut v)
         .filter(|d| !d.is_empty());
-    let operation = f.string("operation", true, &mut v);
-    if let Some(op) = &operation
-        && !OPERATION_CODES.contains(&op.as_str())
-    {
-        v.push(
-            "operation",
-            format!(
-                "unknown operation '{op}' (expected one of: {})",
-                OPERATION_CODES.join(", ")
-            ),
-        );
-    }
+    let operation =
+        f.string("operation", true, &mut v)
+            .and_then(|op| match op.parse::<OperationCode>() {
+                Ok(code) => Some(code),
+                Err(unknown) => {
+                    v.push("operation", unknown.to_string());
+                    None
+                }
+            });
     let is_default = match f.get("is_default") {
         None => false,
         Some(Value::Bool(b)) => *b,
@@ -75,7 +71,7 @@ pub fn rule(value: &Value) -> Result<RuleInput> {
             false
         }
     };
-    let definition = definition(value, operation.as_deref(), &mut v);
+    let definition = definition(value, operation, &mut v);
     v.finish()?;
     match (name, operation, definition) {
         (Some(name), Some(operation), Some(definition)) => Ok(RuleInput {
@@ -93,7 +89,7 @@ pub fn rule(value: &Value) -> Result<RuleInput> {
 /// action may leave out its operation.
 pub fn definition(
     value: &Value,
-    operation: Option<&str>,
+    operation: Option<OperationCode>,
     v: &mut Violations,
 ) -> Option<RuleDefinition> {
     let map = value.as_object()?;
@@ -142,7 +138,7 @@ pub fn definition(
 fn stage(
     value: &Value,
     path: &str,
-    operation: Option<&str>,
+    operation: Option<OperationCode>,
     v: &mut Violations,
 ) -> Option<StageRule> {
     let known = [

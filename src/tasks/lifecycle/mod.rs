@@ -18,7 +18,7 @@ use uuid::Uuid;
 use super::engine::engine_error;
 use super::model::{StepStatus, Task, TaskStatus};
 use super::{TaskService, store};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 pub use super::model::StepUpdate;
 
@@ -41,7 +41,7 @@ impl TaskService {
             TaskStatus::Cancelled => return Ok(task),
             TaskStatus::Succeeded | TaskStatus::Failed => {
                 return Err(Error::conflict(
-                    "not_cancellable",
+                    Code::NotCancellable,
                     format!("task {id} already ended ({})", task.status.as_str()),
                 ));
             }

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::Submission;
 use crate::db::entities::operation_requests;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 /// Claims `key` for this request. Returns the earlier answer when the same request was already
 /// made; a different request under the same key, or one still being processed, is refused.
@@ -40,14 +40,14 @@ pub async fn claim(
         .ok_or_else(|| Error::Internal(format!("idempotency key {key} vanished")))?;
     if existing.fingerprint != fingerprint {
         return Err(Error::Unprocessable {
-            code: "idempotency_key_reused",
+            code: Code::IdempotencyKeyReused,
             message: format!("Idempotency-Key {key:?} was used for a different request"),
             errors: Vec::new(),
         });
     }
     if existing.response.is_null() {
         return Err(Error::conflict(
-            "request_in_progress",
+            Code::RequestInProgress,
             format!("a request with Idempotency-Key {key:?} is still being processed"),
         ));
     }

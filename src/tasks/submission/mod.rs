@@ -62,7 +62,7 @@ const DISPATCH_CONCURRENCY: usize = 16;
 impl TaskService {
     /// Turns one operation request into one task per targeted rack and starts their runs.
     /// With an idempotency key, a repeated request returns the first one's answer.
-    #[tracing::instrument(name = "submit", skip_all, fields(operation = spec.operation.code()))]
+    #[tracing::instrument(name = "submit", skip_all, fields(operation = spec.operation.code().as_str()))]
     pub async fn submit(
         &self,
         spec: &OperationSpec,

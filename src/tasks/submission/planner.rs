@@ -14,8 +14,9 @@ use uuid::Uuid;
 use super::admission::{self, Outcome};
 use super::capability;
 use crate::components::registry::Registry;
-use crate::error::Result;
+use crate::error::{Code, Result};
 use crate::inventory::targets::RackWork;
+use crate::operations::code::OperationCode;
 use crate::operations::model::OperationSpec;
 use crate::operations::plan::{self, Plan};
 use crate::rules::model::{Rule, RuleSource};
@@ -38,13 +39,30 @@ pub enum RefusalCode {
 }
 
 impl RefusalCode {
+    /// Every refusal reason.
+    pub const ALL: [RefusalCode; 5] = [
+        Self::RackBusy,
+        Self::QueueFull,
+        Self::NoComponents,
+        Self::Unsupported,
+        Self::EngineUnavailable,
+    ];
+
+    /// The wire form, the same as the problem code it maps to.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::RackBusy => "rack_busy",
-            Self::QueueFull => "queue_full",
-            Self::NoComponents => "no_components",
-            Self::Unsupported => "unsupported",
-            Self::EngineUnavailable => "engine_unavailable",
+        Code::from(self).as_str()
+    }
+}
+
+/// Every refusal reason is also a problem code: a refused submission answers with one of them.
+impl From<RefusalCode> for Code {
+    fn from(code: RefusalCode) -> Self {
+        match code {
+            RefusalCode::RackBusy => Code::RackBusy,
+            RefusalCode::QueueFull => Code::QueueFull,
+            RefusalCode::NoComponents => Code::NoComponents,
+            RefusalCode::Unsupported => Code::Unsupported,
+            RefusalCode::EngineUnavailable => Code::EngineUnavailable,
         }
     }
 }
@@ -60,7 +78,7 @@ pub struct Refusal {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Blocker {
     pub task_id: Uuid,
-    pub operation: String,
+    pub operation: OperationCode,
     pub status: TaskStatus,
 }
 
@@ -131,7 +149,7 @@ pub fn decide(
         .iter()
         .map(|t| Blocker {
             task_id: t.id,
-            operation: t.operation.code().to_string(),
+            operation: t.operation.code(),
             status: t.status,
         })
         .collect();

@@ -1,7 +1,7 @@
 //! The answer to a submission that created no task: the reason every targeted rack shares.
 
 use super::{RefusalCode, Rejection};
-use crate::error::{Error, FieldError};
+use crate::error::{Code, Error, FieldError};
 
 /// The error of a submission that created no task: what every refused rack has in common.
 pub(super) fn refusal(rejected: &[Rejection]) -> Error {
@@ -13,28 +13,42 @@ pub(super) fn refusal(rejected: &[Rejection]) -> Error {
     let all = |codes: &[RefusalCode]| rejected.iter().all(|r| codes.contains(&r.code));
     if all(&[RefusalCode::NoComponents]) {
         Error::Unprocessable {
-            code: "no_components",
+            code: Code::NoComponents,
             message,
             errors,
         }
     } else if all(&[RefusalCode::NoComponents, RefusalCode::Unsupported]) {
         Error::Unprocessable {
-            code: "unsupported",
+            code: Code::Unsupported,
             message,
             errors,
         }
     } else if all(&[RefusalCode::QueueFull]) {
         // Every rack refused because its queue is full: say so, a later retry may fit.
         Error::Conflict {
-            code: "queue_full",
+            code: Code::QueueFull,
             message,
             errors,
         }
     } else {
         Error::Conflict {
-            code: "rack_busy",
+            code: Code::RackBusy,
             message,
             errors,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_refusal_code_is_the_problem_code_of_the_same_name() {
+        for code in RefusalCode::ALL {
+            let wire = serde_json::to_value(code).unwrap();
+            assert_eq!(wire, serde_json::json!(code.as_str()));
+            assert_eq!(Code::from(code).as_str(), code.as_str());
         }
     }
 }
