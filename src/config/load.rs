@@ -206,7 +206,7 @@ pub(super) fn get<'t>(tree: &'t Table, path: &str) -> Option<&'t Value> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{HashMap, HashSet};
+    use std::collections::HashMap;
 
     use super::super::Config;
 
