@@ -176,7 +176,7 @@ pub async fn list_rack_tasks(
     let page = list(&state, &q).await?;
     if page.0.items.is_empty() && q.cursor.is_none() {
         // An empty first page: a rack with no tasks yet, or no rack at all.
-        crate::inventory::racks::get(state.db(), rack_id, false).await?;
+        crate::inventory::racks::get(state.db(), rack_id.into(), false).await?;
     }
     Ok(page)
 }

@@ -176,7 +176,7 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> UiResult {
     let id = uuid_param("id", &id)?;
-    let rack = crate::inventory::racks::get(state.db(), id, true).await?;
+    let rack = crate::inventory::racks::get(state.db(), id.into(), true).await?;
     let rack = RackDoc::from(rack);
     let drift_q = ListDriftQuery {
         rack: Some(id.to_string()),
