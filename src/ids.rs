@@ -86,6 +86,12 @@ macro_rules! typed_id {
                 self.0 == *other
             }
         }
+
+        impl PartialEq<$name> for Uuid {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
     };
 }
 

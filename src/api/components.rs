@@ -260,7 +260,8 @@ pub async fn patch_component(
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
     let patch = body.into_domain()?;
-    let component = components::patch(state.db(), id.into(), &patch, if_match.0, state.now()).await?;
+    let component =
+        components::patch(state.db(), id.into(), &patch, if_match.0, state.now()).await?;
     Ok(with_etag(StatusCode::OK, component))
 }
 

@@ -226,7 +226,8 @@ pub async fn patch_rack(
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
     let patch = body.into_domain()?;
-    let (rack, report) = racks::patch(state.db(), id.into(), &patch, if_match.0, state.now()).await?;
+    let (rack, report) =
+        racks::patch(state.db(), id.into(), &patch, if_match.0, state.now()).await?;
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, etag(rack.revision));
     let mut doc = [RackDoc::from(rack)];

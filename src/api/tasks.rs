@@ -101,11 +101,11 @@ impl ListTasksQuery {
         }
         v.finish()?;
         Ok(TaskFilter {
-            rack_id: self.rack_id,
-            component_id: self.component_id,
+            rack_id: self.rack_id.map(Into::into),
+            component_id: self.component_id.map(Into::into),
             statuses,
             operation: self.operation.clone(),
-            request_id: self.request_id,
+            request_id: self.request_id.map(Into::into),
         })
     }
 }
@@ -183,9 +183,9 @@ pub async fn list_rack_tasks(
 
 /// A task with its stage report.
 pub(crate) async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
-    let task = store::get(state.db(), id).await?;
-    let plan = store::plan(state.db(), id).await?;
-    let steps = store::steps(state.db(), id).await?;
+    let task = store::get(state.db(), id.into()).await?;
+    let plan = store::plan(state.db(), id.into()).await?;
+    let steps = store::steps(state.db(), id.into()).await?;
     let rule = plan.as_ref().map(|p| p.rule.clone());
     Ok(TaskDoc::new(task, report::build(plan.as_ref(), steps)).with_rule(rule))
 }
@@ -223,7 +223,7 @@ pub async fn cancel_task(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<TaskDoc>> {
     let id = uuid_param("id", &id)?;
-    state.tasks().cancel(id).await?;
+    state.tasks().cancel(id.into()).await?;
     Ok(axum::Json(load(&state, id).await?))
 }
 
@@ -242,7 +242,7 @@ pub async fn task_events(
     Path(id): Path<String>,
 ) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let id = uuid_param("id", &id)?;
-    store::get(state.db(), id).await?;
+    store::get(state.db(), id.into()).await?;
     let stream = changes(state, id).map(|change| {
         Ok(match change {
             Ok(TaskChange::Task(doc)) => Event::default()
@@ -300,7 +300,7 @@ pub(crate) fn changes(state: AppState, id: uuid::Uuid) -> impl Stream<Item = Res
                 }
                 first = false;
                 // The database is the source of truth, so every Flow replica can serve the stream.
-                let change = match store::last_change(state.db(), id).await {
+                let change = match store::last_change(state.db(), id.into()).await {
                     Ok(c) => c,
                     Err(e) => return Some((Err(e), (state, seen, true, draining))),
                 };

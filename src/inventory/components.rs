@@ -17,9 +17,9 @@ use super::uniqueness::{Candidate, ensure_unique};
 use super::writes::{
     ensure_room, ensure_soft_deleted, insert_all, record_purge, soft_delete_where,
 };
-use crate::ids::{ComponentId, RackId};
 use crate::db::entities::{bmcs, components};
 use crate::error::{Error, Result};
+use crate::ids::{ComponentId, RackId};
 
 pub use super::patch::patch;
 

@@ -4,8 +4,8 @@
 
 use std::net::IpAddr;
 
-use chrono::{DateTime, Utc};
 use crate::ids::{ComponentId, NvlDomainId, RackId};
+use chrono::{DateTime, Utc};
 
 pub use super::kinds::{BmcType, ComponentType, MacAddress, PowerState};
 

@@ -10,9 +10,9 @@ use super::merge::{update_component, upsert_bmcs};
 use super::model::{Component, ComponentPatch};
 use super::uniqueness::ensure_macs_free;
 use super::writes::ensure_room;
-use crate::ids::ComponentId;
 use crate::db::entities::components;
 use crate::error::{Error, Result};
+use crate::ids::ComponentId;
 
 /// Applies a merge patch; `expected_revision` is the client's `If-Match`.
 pub async fn patch(

@@ -16,9 +16,9 @@ use super::uniqueness::{Candidate, ensure_new_rack_unique, ensure_rack_name_free
 use super::writes::{
     ensure_room, ensure_soft_deleted, insert_all, rack_as_stored, record_purge, soft_delete_where,
 };
-use crate::ids::RackId;
 use crate::db::entities::{components, racks};
 use crate::error::{Error, Result};
+use crate::ids::RackId;
 
 pub use super::live::resolve_rack as resolve;
 

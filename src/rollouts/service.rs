@@ -218,7 +218,7 @@ impl RolloutService {
             .preview(&task_spec(spec, all, "dry run".into()))
             .await?
             .into_iter()
-            .map(|p| (p.rack_id, p))
+            .map(|p| (Uuid::from(p.rack_id), p))
             .collect();
         Ok(waves
             .iter()
@@ -285,6 +285,6 @@ pub(super) fn task_spec(
         description: Some(description),
         conflict_strategy: spec.conflict_strategy,
         queue_timeout_secs: spec.template.queue_timeout_secs,
-        rule_id: spec.template.rule_id,
+        rule_id: spec.template.rule_id.map(Into::into),
     }
 }

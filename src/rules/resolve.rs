@@ -8,6 +8,7 @@ use super::model::{Rule, RuleSource};
 use super::requested::named;
 use super::{associations, builtin, store};
 use crate::error::{Error, Result};
+use crate::ids::{RackId, RuleId};
 
 // Callers across the crate check a requested rule through here, beside resolving one.
 pub use super::requested::check_requested;
@@ -15,16 +16,16 @@ pub use super::requested::check_requested;
 /// Resolves the rule for one rack's task, in priority order.
 pub async fn resolve(
     db: &impl ConnectionTrait,
-    requested: Option<Uuid>,
-    rack_id: Uuid,
+    requested: Option<RuleId>,
+    rack_id: RackId,
     operation: &str,
 ) -> Result<(Rule, RuleSource)> {
-    if let Some(id) = requested {
+    if let Some(id) = requested.map(Uuid::from) {
         let message = format!("the requested operation rule {id} no longer exists");
         let rule = named(db, id, message).await?;
         return Ok((rule, RuleSource::Request));
     }
-    if let Some(rule) = associations::for_rack(db, rack_id, operation).await? {
+    if let Some(rule) = associations::for_rack(db, rack_id.into(), operation).await? {
         return Ok((rule, RuleSource::Rack));
     }
     if let Some(rule) = store::default_for(db, operation).await? {

@@ -118,8 +118,11 @@ impl ScheduleService {
             result.outcome = match self.tasks.submit(&spec, Some(&key)).await {
                 Ok(submission) => match submission.task_ids.first() {
                     Some(task) => {
-                        store::set_last_task(&self.db, schedule.id, result.rack_id, *task).await?;
-                        RackOutcome::Created { task_id: *task }
+                        store::set_last_task(&self.db, schedule.id, result.rack_id, (*task).into())
+                            .await?;
+                        RackOutcome::Created {
+                            task_id: (*task).into(),
+                        }
                     }
                     None => RackOutcome::Failed {
                         error: "no task was created".into(),
@@ -181,7 +184,7 @@ fn problem_text(e: &Error) -> String {
 
 /// The task's status when it still holds or waits for its rack.
 async fn still_active(db: &impl ConnectionTrait, task: Uuid) -> Result<Option<TaskStatus>> {
-    match crate::tasks::store::get(db, task).await {
+    match crate::tasks::store::get(db, task.into()).await {
         Ok(t) if !t.status.is_terminal() => Ok(Some(t.status)),
         Ok(_) | Err(Error::NotFound { .. }) => Ok(None),
         Err(e) => Err(e),

@@ -107,7 +107,7 @@ impl OperationTemplate {
             description: Some(description),
             conflict_strategy: policy.conflict_strategy(),
             queue_timeout_secs: self.queue_timeout_secs,
-            rule_id: self.rule_id,
+            rule_id: self.rule_id.map(Into::into),
         }
     }
 }

@@ -80,7 +80,7 @@ pub async fn list(
     let found = crate::api::racks::list_racks(State(state.clone()), Query(q))
         .await?
         .0;
-    let ids: Vec<uuid::Uuid> = found.items.iter().map(|r| r.id).collect();
+    let ids: Vec<crate::ids::RackId> = found.items.iter().map(|r| r.id.into()).collect();
     let running = crate::tasks::store::on_racks(state.db(), &ids, &ACTIVE).await?;
     let active: Vec<Vec<Task>> = found
         .items

@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use super::engine::TemporalEngine;
 use super::worker;
+use crate::ids::TaskId;
 use crate::operations::plan::Plan;
 use crate::rollouts::RolloutEngine;
 use crate::rollouts::model::Command;
@@ -169,18 +170,18 @@ impl LinkedEngine {
 impl WorkflowEngine for LinkedEngine {
     async fn start(
         &self,
-        task_id: Uuid,
+        task_id: TaskId,
         plan: &Plan,
         timeout: Duration,
     ) -> Result<String, EngineError> {
         WorkflowEngine::start(&self.engine()?, task_id, plan, timeout).await
     }
 
-    async fn cancel(&self, task_id: Uuid, reason: &str) -> Result<(), EngineError> {
+    async fn cancel(&self, task_id: TaskId, reason: &str) -> Result<(), EngineError> {
         self.engine()?.cancel(task_id, reason).await
     }
 
-    async fn state(&self, task_id: Uuid) -> Result<Option<RunState>, EngineError> {
+    async fn state(&self, task_id: TaskId) -> Result<Option<RunState>, EngineError> {
         self.engine()?.state(task_id).await
     }
 

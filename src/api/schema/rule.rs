@@ -323,7 +323,7 @@ impl From<RackPreview> for RackPlanDoc {
             None => (None, Vec::new(), 0.0, 0.0),
         };
         Self {
-            rack_id: p.rack_id,
+            rack_id: p.rack_id.into(),
             rack_name: p.rack_name,
             reason: p.outcome.refusal().map(|r| r.code.as_str().into()),
             outcome: p.outcome.as_str().into(),
@@ -332,7 +332,7 @@ impl From<RackPreview> for RackPlanDoc {
                 .conflicts
                 .into_iter()
                 .map(|b| BlockerDoc {
-                    task_id: b.task_id,
+                    task_id: b.task_id.into(),
                     operation: b.operation,
                     status: b.status.as_str().into(),
                 })
