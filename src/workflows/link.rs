@@ -9,7 +9,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use temporalio_client::Client;
 use tokio::sync::watch;
-use uuid::Uuid;
 
 use super::engine::TemporalEngine;
 use super::worker;
@@ -212,11 +211,15 @@ impl WorkflowEngine for LinkedEngine {
 /// Rollouts go through the same link as tasks: refused while Temporal is unreachable.
 #[async_trait]
 impl RolloutEngine for LinkedEngine {
-    async fn start(&self, rollout_id: Uuid) -> Result<(), EngineError> {
+    async fn start(&self, rollout_id: crate::ids::RolloutId) -> Result<(), EngineError> {
         RolloutEngine::start(&self.engine()?, rollout_id).await
     }
 
-    async fn signal(&self, rollout_id: Uuid, command: Command) -> Result<(), EngineError> {
+    async fn signal(
+        &self,
+        rollout_id: crate::ids::RolloutId,
+        command: Command,
+    ) -> Result<(), EngineError> {
         self.engine()?.signal(rollout_id, command).await
     }
 }
