@@ -87,7 +87,7 @@ impl RolloutService {
         if let Some(rule_id) = spec.template.rule_id {
             crate::rules::resolve::check_requested(
                 &self.db,
-                rule_id,
+                rule_id.into(),
                 spec.template.operation.code(),
             )
             .await?;

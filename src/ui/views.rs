@@ -140,10 +140,10 @@ pub async fn schedule_action(
     let id = uuid_param("id", &id)?;
     let service = ScheduleService::new(state.db().clone(), state.task_service(), state.clock());
     match action.as_str() {
-        "pause" => drop(service.pause(id).await?),
-        "resume" => drop(service.resume(id).await?),
+        "pause" => drop(service.pause(id.into()).await?),
+        "resume" => drop(service.resume(id.into()).await?),
         "trigger" => {
-            let run = service.trigger(id).await?;
+            let run = service.trigger(id.into()).await?;
             if let Some(task) = run.task_ids().first() {
                 return Ok(Redirect::to(&format!("/ui/tasks/{task}")).into_response());
             }
