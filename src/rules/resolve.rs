@@ -2,7 +2,6 @@
 //! operation's default, else the built-in one.
 
 use sea_orm::ConnectionTrait;
-use uuid::Uuid;
 
 use super::model::{Rule, RuleSource};
 use super::requested::named;
@@ -20,12 +19,12 @@ pub async fn resolve(
     rack_id: RackId,
     operation: &str,
 ) -> Result<(Rule, RuleSource)> {
-    if let Some(id) = requested.map(Uuid::from) {
+    if let Some(id) = requested {
         let message = format!("the requested operation rule {id} no longer exists");
         let rule = named(db, id, message).await?;
         return Ok((rule, RuleSource::Request));
     }
-    if let Some(rule) = associations::for_rack(db, rack_id.into(), operation).await? {
+    if let Some(rule) = associations::for_rack(db, rack_id, operation).await? {
         return Ok((rule, RuleSource::Rack));
     }
     if let Some(rule) = store::default_for(db, operation).await? {

@@ -223,7 +223,9 @@ pub async fn rule(
     Path(id): Path<String>,
 ) -> UiResult {
     let id = uuid_param("id", &id)?;
-    let rule: RuleDoc = crate::rules::store::get(state.db(), id).await?.into();
+    let rule: RuleDoc = crate::rules::store::get(state.db(), id.into())
+        .await?
+        .into();
     let body = html! {
         h1 { "Rule " (rule.name) }
         p { (rule.operation) " " @if rule.is_default { (badge("default")) } }

@@ -111,7 +111,7 @@ pub struct RuleDoc {
 impl From<Rule> for RuleDoc {
     fn from(r: Rule) -> Self {
         Self {
-            id: r.id,
+            id: r.id.map(Into::into),
             name: r.name,
             description: r.description,
             operation: r.operation,
@@ -182,9 +182,9 @@ pub struct AssociationDoc {
 impl From<Association> for AssociationDoc {
     fn from(a: Association) -> Self {
         Self {
-            rack_id: a.rack_id,
+            rack_id: a.rack_id.into(),
             operation: a.operation,
-            rule_id: a.rule_id,
+            rule_id: a.rule_id.into(),
             created_at: a.created_at,
             updated_at: a.updated_at,
         }
@@ -209,7 +209,7 @@ pub struct AppliedRuleDoc {
 impl From<AppliedRule> for AppliedRuleDoc {
     fn from(a: AppliedRule) -> Self {
         Self {
-            id: a.id,
+            id: a.id.map(Into::into),
             name: a.name,
             version: a.version,
             source: match a.source {
