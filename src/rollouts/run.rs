@@ -161,7 +161,7 @@ impl RolloutService {
                     Ok(submission) => {
                         if let Some(task) = submission.task_ids.first() {
                             rack.state = RackState::Submitted;
-                            rack.task_id = Some((*task).into());
+                            rack.task_id = Some(*task);
                             active += 1;
                         } else {
                             rack.state = RackState::Refused;
@@ -227,8 +227,7 @@ impl RolloutService {
             if !succeeded {
                 continue;
             }
-            let v = crate::drift::validate::validate_rack(&self.db, observer, rack.rack_id.into())
-                .await?;
+            let v = crate::drift::validate::validate_rack(&self.db, observer, rack.rack_id).await?;
             let s = v.summary;
             let diffs = s.missing + s.unexpected + s.mismatch + s.unreachable;
             if diffs > 0 {
@@ -310,7 +309,7 @@ impl RolloutService {
         let mut cancelled = 0;
         for (task, status) in statuses {
             if !status.is_terminal() {
-                match self.tasks.cancel(task.into()).await {
+                match self.tasks.cancel(task).await {
                     Ok(_) => cancelled += 1,
                     // Ended meanwhile: nothing to cancel.
                     Err(Error::Conflict { .. }) => {}

@@ -87,7 +87,7 @@ impl RolloutService {
         if let Some(rule_id) = spec.template.rule_id {
             crate::rules::resolve::check_requested(
                 &self.db,
-                rule_id.into(),
+                rule_id,
                 spec.template.operation.code(),
             )
             .await?;
@@ -286,6 +286,6 @@ pub(super) fn task_spec(
         description: Some(description),
         conflict_strategy: spec.conflict_strategy,
         queue_timeout_secs: spec.template.queue_timeout_secs,
-        rule_id: spec.template.rule_id.map(Into::into),
+        rule_id: spec.template.rule_id,
     }
 }

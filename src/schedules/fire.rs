@@ -119,11 +119,8 @@ impl ScheduleService {
             result.outcome = match self.tasks.submit(&spec, Some(&key)).await {
                 Ok(submission) => match submission.task_ids.first() {
                     Some(task) => {
-                        store::set_last_task(&self.db, schedule.id, result.rack_id, (*task).into())
-                            .await?;
-                        RackOutcome::Created {
-                            task_id: (*task).into(),
-                        }
+                        store::set_last_task(&self.db, schedule.id, result.rack_id, *task).await?;
+                        RackOutcome::Created { task_id: (*task) }
                     }
                     None => RackOutcome::Failed {
                         error: "no task was created".into(),
@@ -185,7 +182,7 @@ fn problem_text(e: &Error) -> String {
 
 /// The task's status when it still holds or waits for its rack.
 async fn still_active(db: &impl ConnectionTrait, task: TaskId) -> Result<Option<TaskStatus>> {
-    match crate::tasks::store::get(db, task.into()).await {
+    match crate::tasks::store::get(db, task).await {
         Ok(t) if !t.status.is_terminal() => Ok(Some(t.status)),
         Ok(_) | Err(Error::NotFound { .. }) => Ok(None),
         Err(e) => Err(e),

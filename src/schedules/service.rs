@@ -122,7 +122,7 @@ impl ScheduleService {
             return Ok(());
         };
         let code = template.operation.code();
-        crate::rules::resolve::check_requested(&self.db, rule_id.into(), code)
+        crate::rules::resolve::check_requested(&self.db, rule_id, code)
             .await
             .map_err(|e| match e {
                 crate::error::Error::Unprocessable { message, .. } => {

@@ -43,7 +43,7 @@ pub(in crate::tasks) async fn record_plan(
                 id: Set(Uuid::now_v7()),
                 task_id: Set(id.into()),
                 stage: Set(stage.number as i32),
-                component_id: Set(d.component_id.into()),
+                component_id: Set(d.component_id),
                 component_type: Set(d.kind.as_str().to_string()),
                 component_name: Set(d.name.clone()),
                 action: Set(stage.summary()),

@@ -19,7 +19,7 @@ pub type RackPreview = Decision;
 pub async fn check(db: &impl ConnectionTrait, spec: &OperationSpec) -> Result<()> {
     spec.validate()?;
     if let Some(rule_id) = spec.rule_id {
-        crate::rules::resolve::check_requested(db, rule_id.into(), spec.operation.code()).await?;
+        crate::rules::resolve::check_requested(db, rule_id, spec.operation.code()).await?;
     }
     Ok(())
 }
