@@ -34,6 +34,7 @@
 //! - [`telemetry`] sets up logs, OTLP traces and Prometheus metrics.
 //! - [`clock`] is where "now" comes from (the wall clock, or a test clock), injected everywhere.
 //! - [`error`] is the one domain error type.
+//! - [`ids`] holds the typed ids (`RackId`, `TaskId`, …) the domain passes around.
 //! - [`bench`](mod@bench) is the Temporal baseline `scripts/bench` compares a rack fan-out against.
 
 // The OpenAPI examples are large `json!` literals.
@@ -53,6 +54,7 @@ pub mod db;
 pub mod dev;
 pub mod drift;
 pub mod error;
+pub mod ids;
 pub mod inventory;
 pub mod operations;
 pub mod rollouts;

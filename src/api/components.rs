@@ -159,7 +159,7 @@ pub async fn list_components(
     });
     v.finish()?;
     let filter = ComponentFilter {
-        rack_id: q.rack_id,
+        rack_id: q.rack_id.map(Into::into),
         rack_name: q.rack_name,
         kinds,
         name: q.name,
@@ -233,7 +233,7 @@ pub async fn get_component(
     Query(q): Query<WithRackQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
-    let component = components::find(state.db(), id).await?;
+    let component = components::find(state.db(), id.into()).await?;
     respond_with_rack(&state, component, q.with_rack).await
 }
 
@@ -260,7 +260,8 @@ pub async fn patch_component(
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
     let patch = body.into_domain()?;
-    let component = components::patch(state.db(), id, &patch, if_match.0, state.now()).await?;
+    let component =
+        components::patch(state.db(), id.into(), &patch, if_match.0, state.now()).await?;
     Ok(with_etag(StatusCode::OK, component))
 }
 
@@ -282,7 +283,7 @@ pub async fn delete_component(
     if_match: IfMatch,
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
-    components::delete(state.db(), id, if_match.0, state.now()).await?;
+    components::delete(state.db(), id.into(), if_match.0, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -301,6 +302,6 @@ pub async fn purge_component(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
-    components::purge(state.db(), id).await?;
+    components::purge(state.db(), id.into()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -68,7 +68,8 @@ pub async fn create_nvl_domain(
     let mut v = Violations::default();
     let name = required_text(&mut v, "name", &body.name);
     v.finish()?;
-    let (domain, created) = nvl::create_audited(state.db(), body.id, &name, state.now()).await?;
+    let (domain, created) =
+        nvl::create_audited(state.db(), body.id.map(Into::into), &name, state.now()).await?;
     let status = if created {
         StatusCode::CREATED
     } else {

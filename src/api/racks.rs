@@ -195,7 +195,7 @@ pub async fn get_rack(
     Query(q): Query<GetRackQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
-    let rack = racks::get(state.db(), id, q.include_components).await?;
+    let rack = racks::get(state.db(), id.into(), q.include_components).await?;
     let mut doc = [RackDoc::from(rack)];
     with_drift(&state, &mut doc).await?;
     let [doc] = doc;
@@ -226,7 +226,8 @@ pub async fn patch_rack(
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
     let patch = body.into_domain()?;
-    let (rack, report) = racks::patch(state.db(), id, &patch, if_match.0, state.now()).await?;
+    let (rack, report) =
+        racks::patch(state.db(), id.into(), &patch, if_match.0, state.now()).await?;
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, etag(rack.revision));
     let mut doc = [RackDoc::from(rack)];
@@ -259,7 +260,7 @@ pub async fn delete_rack(
     if_match: IfMatch,
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
-    racks::delete(state.db(), id, if_match.0, state.now()).await?;
+    racks::delete(state.db(), id.into(), if_match.0, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -278,6 +279,6 @@ pub async fn purge_rack(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
-    racks::purge(state.db(), id).await?;
+    racks::purge(state.db(), id.into()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -41,7 +41,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// The rollout with its tasks' live statuses.
 async fn load(state: &AppState, id: uuid::Uuid) -> Result<RolloutDoc> {
-    let rollout = store::get(state.db(), id).await?;
+    let rollout = store::get(state.db(), id.into()).await?;
     let statuses = rollout_task_statuses(state.db(), &rollout).await?;
     Ok(RolloutDoc::new(rollout, &statuses))
 }
@@ -80,7 +80,7 @@ pub async fn create_rollout(
     match state.rollouts().create(spec, q.dry_run).await? {
         Created::Plan(waves) => Ok(axum::Json(RolloutPlanDoc::new(waves, canary)).into_response()),
         Created::Rollout(rollout) => {
-            let doc = load(&state, rollout.id).await?;
+            let doc = load(&state, rollout.id.into()).await?;
             let location = format!("/v1/rollouts/{}", rollout.id);
             let mut response = (StatusCode::CREATED, axum::Json(doc)).into_response();
             if let Ok(value) = location.parse() {
@@ -168,7 +168,7 @@ pub async fn get_rollout(
 
 async fn steer(state: &AppState, id: &str, command: Command) -> ApiResult<Response> {
     let id = uuid_param("id", id)?;
-    state.rollouts().command(id, command).await?;
+    state.rollouts().command(id.into(), command).await?;
     Ok((StatusCode::ACCEPTED, axum::Json(load(state, id).await?)).into_response())
 }
 
@@ -270,7 +270,7 @@ pub async fn rollout_events(
     Path(id): Path<String>,
 ) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let id = uuid_param("id", &id)?;
-    store::get(state.db(), id).await?;
+    store::get(state.db(), id.into()).await?;
     let stream = futures::stream::unfold(
         (state, String::new(), false),
         move |(state, seen, done)| async move {

@@ -138,7 +138,7 @@ pub async fn get_rule(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<RuleDoc>> {
     let id = uuid_param("id", &id)?;
-    Ok(axum::Json(store::get(state.db(), id).await?.into()))
+    Ok(axum::Json(store::get(state.db(), id.into()).await?.into()))
 }
 
 /// Replace an operation rule
@@ -166,7 +166,7 @@ pub async fn replace_rule(
     let id = uuid_param("id", &id)?;
     let input = parse::rule(&body)?;
     Ok(axum::Json(
-        store::replace(state.db(), id, &input, state.now())
+        store::replace(state.db(), id.into(), &input, state.now())
             .await?
             .into(),
     ))
@@ -188,7 +188,7 @@ pub async fn delete_rule(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
-    store::delete(state.db(), id).await?;
+    store::delete(state.db(), id.into()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -207,7 +207,7 @@ pub async fn rule_versions(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<RuleVersionListDoc>> {
     let id = uuid_param("id", &id)?;
-    let items = store::versions(state.db(), id)
+    let items = store::versions(state.db(), id.into())
         .await?
         .into_iter()
         .map(RuleVersionDoc::from)
@@ -232,7 +232,7 @@ pub async fn set_default(
 ) -> ApiResult<axum::Json<RuleDoc>> {
     let id = uuid_param("id", &id)?;
     Ok(axum::Json(
-        store::set_default(state.db(), id, true, state.now())
+        store::set_default(state.db(), id.into(), true, state.now())
             .await?
             .into(),
     ))
@@ -255,7 +255,7 @@ pub async fn clear_default(
 ) -> ApiResult<axum::Json<RuleDoc>> {
     let id = uuid_param("id", &id)?;
     Ok(axum::Json(
-        store::set_default(state.db(), id, false, state.now())
+        store::set_default(state.db(), id.into(), false, state.now())
             .await?
             .into(),
     ))
@@ -277,7 +277,7 @@ pub async fn rack_rules(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<AssociationListDoc>> {
     let id = uuid_param("id", &id)?;
-    let items = associations::associations(state.db(), id)
+    let items = associations::associations(state.db(), id.into())
         .await?
         .into_iter()
         .map(AssociationDoc::from)
@@ -306,8 +306,14 @@ pub async fn associate(
 ) -> ApiResult<Response> {
     let id = uuid_param("id", &id)?;
     let operation = operation_param(&operation)?;
-    let (link, created) =
-        associations::associate(state.db(), id, operation, body.rule_id, state.now()).await?;
+    let (link, created) = associations::associate(
+        state.db(),
+        id.into(),
+        operation,
+        body.rule_id.into(),
+        state.now(),
+    )
+    .await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -333,6 +339,6 @@ pub async fn dissociate(
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
     let operation = operation_param(&operation)?;
-    associations::dissociate(state.db(), id, operation).await?;
+    associations::dissociate(state.db(), id.into(), operation).await?;
     Ok(StatusCode::NO_CONTENT)
 }

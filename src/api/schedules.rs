@@ -21,6 +21,7 @@ use super::schema::schedule_view::{
 };
 use crate::app::AppState;
 use crate::error::{Error, Violations};
+use crate::ids::ScheduleId;
 use crate::inventory::query::PageRequest;
 use crate::operations::model::RackRef;
 use crate::schedules::ScheduleService;
@@ -53,8 +54,8 @@ async fn answer(
     Ok(axum::Json(ScheduleDoc::new(schedule, last)))
 }
 
-fn id_of(raw: &str) -> Result<uuid::Uuid, Problem> {
-    uuid_param("id", raw)
+fn id_of(raw: &str) -> Result<ScheduleId, Problem> {
+    uuid_param("id", raw).map(ScheduleId::from)
 }
 
 /// Create a task schedule
@@ -112,7 +113,7 @@ pub async fn list_schedules(
     let page = PageRequest::parse(q.limit, q.cursor.as_deref())?;
     let filter = ScheduleFilter {
         enabled: q.enabled,
-        rack_id: q.rack_id,
+        rack_id: q.rack_id.map(Into::into),
     };
     let page = store::list(state.db(), &filter, &page).await?;
     Ok(axum::Json(ListResponse::from_page(page)))
@@ -372,7 +373,11 @@ pub async fn check_schedule_conflicts(
     let targets = rack_targets(&body.target_spec, &mut v);
     v.finish()?;
     let conflicts = service(&state)
-        .conflicts(&template.operation, &targets, body.exclude_schedule_id)
+        .conflicts(
+            &template.operation,
+            &targets,
+            body.exclude_schedule_id.map(Into::into),
+        )
         .await?;
     Ok(axum::Json(ConflictsDoc {
         conflicts: conflicts.into_iter().map(Into::into).collect(),

@@ -105,11 +105,11 @@ impl ListTasksQuery {
         }
         v.finish()?;
         Ok(TaskFilter {
-            rack_id: self.rack_id,
-            component_id: self.component_id,
+            rack_id: self.rack_id.map(Into::into),
+            component_id: self.component_id.map(Into::into),
             statuses,
             operation,
-            request_id: self.request_id,
+            request_id: self.request_id.map(Into::into),
         })
     }
 }
@@ -180,16 +180,16 @@ pub async fn list_rack_tasks(
     let page = list(&state, &q).await?;
     if page.0.items.is_empty() && q.cursor.is_none() {
         // An empty first page: a rack with no tasks yet, or no rack at all.
-        crate::inventory::racks::get(state.db(), rack_id, false).await?;
+        crate::inventory::racks::get(state.db(), rack_id.into(), false).await?;
     }
     Ok(page)
 }
 
 /// A task with its stage report.
 pub(crate) async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
-    let task = store::get(state.db(), id).await?;
-    let plan = store::plan(state.db(), id).await?;
-    let steps = store::steps(state.db(), id).await?;
+    let task = store::get(state.db(), id.into()).await?;
+    let plan = store::plan(state.db(), id.into()).await?;
+    let steps = store::steps(state.db(), id.into()).await?;
     let rule = plan.as_ref().map(|p| p.rule.clone());
     Ok(TaskDoc::new(task, report::build(plan.as_ref(), steps)).with_rule(rule))
 }
@@ -227,7 +227,7 @@ pub async fn cancel_task(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<TaskDoc>> {
     let id = uuid_param("id", &id)?;
-    state.tasks().cancel(id).await?;
+    state.tasks().cancel(id.into()).await?;
     Ok(axum::Json(load(&state, id).await?))
 }
 
@@ -246,7 +246,7 @@ pub async fn task_events(
     Path(id): Path<String>,
 ) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let id = uuid_param("id", &id)?;
-    store::get(state.db(), id).await?;
+    store::get(state.db(), id.into()).await?;
     let stream = changes(state, id).map(|change| {
         Ok(match change {
             Ok(TaskChange::Task(doc)) => Event::default()
@@ -304,7 +304,7 @@ pub(crate) fn changes(state: AppState, id: uuid::Uuid) -> impl Stream<Item = Res
                 }
                 first = false;
                 // The database is the source of truth, so every Flow replica can serve the stream.
-                let change = match store::last_change(state.db(), id).await {
+                let change = match store::last_change(state.db(), id.into()).await {
                     Ok(c) => c,
                     Err(e) => return Some((Err(e), (state, seen, true, draining))),
                 };

@@ -58,7 +58,7 @@ pub struct TokenDoc {
 impl From<ApiToken> for TokenDoc {
     fn from(t: ApiToken) -> Self {
         Self {
-            id: t.id,
+            id: t.id.into(),
             name: t.name,
             role: t.role.as_str().to_string(),
             prefix: t.prefix,
@@ -149,6 +149,6 @@ pub async fn revoke_token(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<TokenDoc>> {
     let id = uuid_param("id", &id)?;
-    let token = tokens::revoke(state.db(), id, state.now()).await?;
+    let token = tokens::revoke(state.db(), id.into(), state.now()).await?;
     Ok(axum::Json(token.into()))
 }

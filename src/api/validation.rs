@@ -67,7 +67,7 @@ pub async fn validate_rack(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<ValidationDoc>> {
     let id = uuid_param("id", &id)?;
-    let result = validate::validate_rack(state.db(), state.observer(), id).await?;
+    let result = validate::validate_rack(state.db(), state.observer(), id.into()).await?;
     Ok(axum::Json(result.into()))
 }
 

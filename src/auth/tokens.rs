@@ -11,12 +11,12 @@ use sea_orm::{
     QueryFilter, QueryOrder,
 };
 use subtle::ConstantTimeEq;
-use uuid::Uuid;
 
 use super::{AuthError, Identity, Role};
 use crate::audit::{self, Change};
 use crate::db::entities::api_tokens;
 use crate::error::{Code, Error, Result};
+use crate::ids::TokenId;
 
 /// Every API token starts with this, so scanners can spot leaked ones and Flow can tell them
 /// from JWTs without trying both.
@@ -30,7 +30,7 @@ const LAST_USED_GRANULARITY_SECS: i64 = 60;
 /// A stored token, without its secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiToken {
-    pub id: Uuid,
+    pub id: TokenId,
     pub name: String,
     pub role: Role,
     /// The first characters of the secret (`flow_AbCdEfG`), to recognise it.
@@ -64,7 +64,7 @@ fn hash(secret: &str) -> String {
 
 fn from_row(row: api_tokens::Model) -> Result<ApiToken> {
     Ok(ApiToken {
-        id: row.id,
+        id: row.id.into(),
         name: row.name,
         role: Role::parse(&row.role)
             .ok_or_else(|| Error::Internal(format!("stored token role {:?}", row.role)))?,
@@ -134,7 +134,7 @@ async fn insert(
         .map_err(|_| Error::Internal("no system randomness".into()))?;
     let secret = format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes));
     let token = ApiToken {
-        id: Uuid::now_v7(),
+        id: TokenId::new(),
         name: name.to_string(),
         role: new.role,
         prefix: secret[..SHOWN].to_string(),
@@ -145,7 +145,7 @@ async fn insert(
         revoked_at: None,
     };
     let row = api_tokens::ActiveModel {
-        id: Set(token.id),
+        id: Set(token.id.into()),
         name: Set(token.name.clone()),
         role: Set(token.role.as_str().to_string()),
         token_hash: Set(hash(&secret)),
@@ -184,7 +184,7 @@ pub async fn list(db: &impl ConnectionTrait) -> Result<Vec<ApiToken>> {
         .collect()
 }
 
-pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<ApiToken> {
+pub async fn get(db: &impl ConnectionTrait, id: TokenId) -> Result<ApiToken> {
     api_tokens::Entity::find_by_id(id)
         .one(db)
         .await?
@@ -194,7 +194,7 @@ pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<ApiToken> {
 }
 
 /// Revokes a token: it stops working at once. Revoking twice is a no-op.
-pub async fn revoke(db: &DatabaseConnection, id: Uuid, now: DateTime<Utc>) -> Result<ApiToken> {
+pub async fn revoke(db: &DatabaseConnection, id: TokenId, now: DateTime<Utc>) -> Result<ApiToken> {
     let txn = crate::db::begin_write(db).await?;
     let before = get(&txn, id).await?;
     let revoked = api_tokens::Entity::update_many()

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use crate::components::Device;
 use crate::db::entities::{components, racks};
 use crate::error::{Error, Result};
+use crate::ids::{ComponentId, RackId};
 use crate::inventory::model::ComponentType;
 use crate::inventory::rows::load_bmcs;
 use crate::inventory::targets::{self as resolve, DRIVEN_TYPES};
@@ -67,7 +68,7 @@ pub async fn target_devices(
 }
 
 /// The devices of one live rack (404 when there is no such rack).
-pub async fn rack_devices(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<Vec<Device>> {
+pub async fn rack_devices(db: &impl ConnectionTrait, rack_id: RackId) -> Result<Vec<Device>> {
     let rack = racks::Entity::find_by_id(rack_id)
         .filter(racks::Column::DeletedAt.is_null())
         .one(db)
@@ -76,13 +77,13 @@ pub async fn rack_devices(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<Ve
             kind: "rack",
             id: rack_id.to_string(),
         })?;
-    let ids: HashSet<Uuid> = components::Entity::find()
+    let ids: HashSet<ComponentId> = components::Entity::find()
         .filter(components::Column::RackId.eq(rack_id))
         .filter(components::Column::DeletedAt.is_null())
         .all(db)
         .await?
         .into_iter()
-        .map(|c| c.id)
+        .map(|c| ComponentId::from(c.id))
         .collect();
     resolve::devices_of(db, rack_id, Some(&rack.name), &ids).await
 }

@@ -2,7 +2,6 @@
 //! only; the periodic sync is what records drift and observed values.
 
 use sea_orm::ConnectionTrait;
-use uuid::Uuid;
 
 use super::compare::{self, Comparison};
 use super::observe::{Observed, Observer};
@@ -42,7 +41,7 @@ async fn everything(db: &impl ConnectionTrait, observer: &Observer) -> Result<Va
 pub async fn validate_rack(
     db: &impl ConnectionTrait,
     observer: &Observer,
-    rack_id: Uuid,
+    rack_id: crate::ids::RackId,
 ) -> Result<Validation> {
     let devices = expected::rack_devices(db, rack_id).await?;
     Ok(assemble(&observer.observe(devices, false).await))

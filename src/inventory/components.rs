@@ -19,13 +19,14 @@ use super::writes::{
 };
 use crate::db::entities::{bmcs, components};
 use crate::error::{Error, Result};
+use crate::ids::{ComponentId, RackId};
 
 pub use super::patch::patch;
 
 /// Filters of the component list; all given ones must match.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ComponentFilter {
-    pub rack_id: Option<Uuid>,
+    pub rack_id: Option<RackId>,
     pub rack_name: Option<String>,
     pub kinds: Vec<ComponentType>,
     pub name: Option<String>,
@@ -44,7 +45,7 @@ pub async fn add(
 ) -> Result<Component> {
     let txn = crate::db::begin_write(db).await?;
     if let Some(rack_id) = new.rack_id {
-        rack_row(&txn, rack_id)
+        rack_row(&txn, rack_id.into())
             .await?
             .ok_or_else(|| Error::not_found("rack", rack_id))?;
     }
@@ -57,22 +58,23 @@ pub async fn add(
         }],
     )
     .await?;
-    let ids = insert_all(&txn, new.rack_id, &[new], now).await?;
+    let ids = insert_all(&txn, new.rack_id.map(Uuid::from), &[new], now).await?;
     if let Some(rack_id) = new.rack_id {
-        ensure_room(&txn, rack_id, "rack_id").await?;
+        ensure_room(&txn, rack_id.into(), "rack_id").await?;
     }
     let id = ids
         .first()
         .copied()
         .ok_or_else(|| Error::Internal("no id for inserted component".into()))?;
-    let component = get(&txn, id).await?;
+    let component = get(&txn, id.into()).await?;
     crate::audit::row_changed::<components::Entity>(&txn, "component", id, None, now).await?;
     txn.commit().await?;
     Ok(component)
 }
 
 /// A live component by id.
-pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Component> {
+pub async fn get(db: &impl ConnectionTrait, id: ComponentId) -> Result<Component> {
+    let id = Uuid::from(id);
     lookup::component(db, id).await
 }
 
@@ -89,7 +91,8 @@ pub async fn get_by_serial(
 }
 
 /// [`get`] outside any transaction, the API's read path.
-pub async fn find(db: &DatabaseConnection, id: Uuid) -> Result<Component> {
+pub async fn find(db: &DatabaseConnection, id: ComponentId) -> Result<Component> {
+    let id = Uuid::from(id);
     lookup::lookup_pooled(db, Key::Id(id))
         .await?
         .ok_or_else(|| Error::not_found("component", id))
@@ -115,7 +118,7 @@ pub async fn get_by_mac(db: &impl ConnectionTrait, mac: &str) -> Result<Componen
         .one(db)
         .await?
         .ok_or_else(|| Error::not_found("component with BMC", mac))?;
-    get(db, bmc.component_id).await
+    get(db, bmc.component_id.into()).await
 }
 
 /// A component with, when asked and when it has one, its rack (without the rack's components).
@@ -126,7 +129,7 @@ pub async fn with_rack(
 ) -> Result<(Component, Option<Rack>)> {
     let rack = match (want_rack, component.rack_id) {
         (true, Some(rack_id)) => {
-            let row = rack_row(db, rack_id)
+            let row = rack_row(db, rack_id.into())
                 .await?
                 .ok_or_else(|| Error::not_found("rack", rack_id))?;
             Some(rack_from_row(row))
@@ -174,17 +177,18 @@ pub async fn list(
     let items = with_bmcs(db, rows).await?;
     Ok(Page::from_rows(items, page.limit, total, |c| Cursor {
         name: c.name.clone(),
-        id: c.id,
+        id: c.id.into(),
     }))
 }
 
 /// Marks the component and its BMCs deleted; its serial and MACs become free for reuse.
 pub async fn delete(
     db: &DatabaseConnection,
-    id: Uuid,
+    id: ComponentId,
     expected_revision: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<()> {
+    let id = Uuid::from(id);
     let txn = crate::db::begin_write(db).await?;
     let (row, audit_before) = component_for_write(&txn, id, expected_revision).await?;
     // Compare-and-set on the revision read above, so a concurrent patch or delete wins or loses
@@ -205,7 +209,8 @@ pub async fn delete(
 }
 
 /// Removes a soft-deleted component for good (its BMCs go with it).
-pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
+pub async fn purge(db: &DatabaseConnection, id: ComponentId) -> Result<()> {
+    let id = Uuid::from(id);
     let txn = crate::db::begin_write(db).await?;
     let row = components::Entity::find_by_id(id)
         .one(&txn)

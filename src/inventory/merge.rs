@@ -49,7 +49,11 @@ fn apply_patch_fields(
     changed |= merge(&mut am.slot_id, &row.slot_id, p.slot_id);
     changed |= merge(&mut am.tray_idx, &row.tray_idx, p.tray_idx);
     changed |= merge(&mut am.host_id, &row.host_id, p.host_id);
-    changed |= merge(&mut am.rack_id, &row.rack_id, p.rack_id);
+    changed |= merge(
+        &mut am.rack_id,
+        &row.rack_id,
+        p.rack_id.map(|r| r.map(Uuid::from)),
+    );
     changed
 }
 
@@ -224,7 +228,7 @@ pub(crate) async fn merge_components(
             }
         };
         report.push(ComponentChange {
-            component_id,
+            component_id: component_id.into(),
             manufacturer: c.manufacturer.clone(),
             serial_number: c.serial_number.clone(),
             change,

@@ -4,8 +4,8 @@
 
 use std::net::IpAddr;
 
+use crate::ids::{ComponentId, NvlDomainId, RackId};
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 pub use super::kinds::{BmcType, ComponentType, MacAddress, PowerState};
 
@@ -43,7 +43,7 @@ pub struct NewBmc {
 /// A component as given by a client (inside a rack, or on its own with `rack_id`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewComponent {
-    pub rack_id: Option<Uuid>,
+    pub rack_id: Option<RackId>,
     pub kind: ComponentType,
     pub name: String,
     pub manufacturer: String,
@@ -78,8 +78,8 @@ pub struct Bmc {
 /// A stored component with its BMCs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Component {
-    pub id: Uuid,
-    pub rack_id: Option<Uuid>,
+    pub id: ComponentId,
+    pub rack_id: Option<RackId>,
     pub kind: ComponentType,
     pub name: String,
     pub manufacturer: String,
@@ -104,14 +104,14 @@ pub struct Component {
 /// A stored rack; `components` is filled only when asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rack {
-    pub id: Uuid,
+    pub id: RackId,
     pub name: String,
     pub manufacturer: String,
     pub serial_number: String,
     pub model: Option<String>,
     pub description: Option<String>,
     pub location: Location,
-    pub nvl_domain_id: Option<Uuid>,
+    pub nvl_domain_id: Option<NvlDomainId>,
     pub revision: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -147,7 +147,7 @@ pub struct ComponentPatch {
     pub tray_idx: Update<i64>,
     pub host_id: Update<i64>,
     /// Move to another rack, or detach with `Some(None)`.
-    pub rack_id: Update<Uuid>,
+    pub rack_id: Update<RackId>,
     /// BMCs to add, or to update (type and IP) when the MAC is already this component's.
     pub bmcs: Vec<NewBmc>,
 }
@@ -173,7 +173,7 @@ impl Change {
 /// Per-component outcome of a rack patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComponentChange {
-    pub component_id: Uuid,
+    pub component_id: ComponentId,
     pub manufacturer: String,
     pub serial_number: String,
     pub change: Change,

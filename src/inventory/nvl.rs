@@ -15,11 +15,12 @@ use super::uniqueness::{
 };
 use crate::db::entities::{nvl_domains, racks as rack_rows};
 use crate::error::{Error, FieldError, Result};
+use crate::ids::NvlDomainId;
 
 /// An NVLink domain: the set of racks joined by one NVLink fabric.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NvlDomain {
-    pub id: Uuid,
+    pub id: NvlDomainId,
     pub name: String,
     pub created_at: DateTime<Utc>,
 }
@@ -27,7 +28,7 @@ pub struct NvlDomain {
 impl From<nvl_domains::Model> for NvlDomain {
     fn from(m: nvl_domains::Model) -> Self {
         Self {
-            id: m.id,
+            id: m.id.into(),
             name: m.name,
             created_at: m.created_at,
         }
@@ -50,11 +51,11 @@ pub async fn get(db: &impl ConnectionTrait, id_or_name: &str) -> Result<NvlDomai
 /// unchanged with `false`, so provisioning scripts can be re-run.
 pub async fn create(
     db: &impl ConnectionTrait,
-    id: Option<Uuid>,
+    id: Option<NvlDomainId>,
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<(NvlDomain, bool)> {
-    let id = match domain_slot(db, id, name).await? {
+    let id = match domain_slot(db, id.map(Uuid::from), name).await? {
         DomainSlot::Same(existing) => return Ok((existing.into(), false)),
         DomainSlot::Free(id) => id,
     };
@@ -70,7 +71,7 @@ pub async fn create(
     crate::audit::row_changed::<nvl_domains::Entity>(db, "nvl_domain", id, None, now).await?;
     Ok((
         NvlDomain {
-            id,
+            id: id.into(),
             name: name.to_string(),
             created_at: now,
         },
@@ -97,7 +98,7 @@ pub async fn list(
         total,
         |d: &NvlDomain| Cursor {
             name: d.name.clone(),
-            id: d.id,
+            id: d.id.into(),
         },
     ))
 }
@@ -105,7 +106,7 @@ pub async fn list(
 /// [`create`] in a transaction of its own, so the domain and its audit entry commit together.
 pub async fn create_audited(
     db: &DatabaseConnection,
-    id: Option<Uuid>,
+    id: Option<NvlDomainId>,
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<(NvlDomain, bool)> {
@@ -140,10 +141,10 @@ pub async fn attach(
     if !missing.is_empty() {
         return Err(Error::Invalid(missing));
     }
-    let to_attach = ensure_attachable(found, domain.id)?;
+    let to_attach = ensure_attachable(found, domain.id.into())?;
     let attached: Vec<Uuid> = to_attach.iter().map(|r| r.id).collect();
     for rack in to_attach {
-        set_domain(&txn, rack, Some(domain.id), now).await?;
+        set_domain(&txn, rack, Some(domain.id.into()), now).await?;
     }
     if !attached.is_empty() {
         let doc = serde_json::json!({"attached_racks": attached});

@@ -18,6 +18,7 @@ use super::writes::{
 };
 use crate::db::entities::{components, racks};
 use crate::error::{Error, Result};
+use crate::ids::RackId;
 
 pub use super::live::resolve_rack as resolve;
 
@@ -64,7 +65,8 @@ pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) 
 }
 
 /// A live rack by id, optionally with its live components.
-pub async fn get(db: &impl ConnectionTrait, id: Uuid, with_components: bool) -> Result<Rack> {
+pub async fn get(db: &impl ConnectionTrait, id: RackId, with_components: bool) -> Result<Rack> {
+    let id = Uuid::from(id);
     let row = rack_row(db, id)
         .await?
         .ok_or_else(|| Error::not_found("rack", id))?;
@@ -138,18 +140,19 @@ pub async fn list(
     }
     Ok(Page::from_rows(items, page.limit, total, |r| Cursor {
         name: r.name.clone(),
-        id: r.id,
+        id: r.id.into(),
     }))
 }
 
 /// Merges a patch into a rack: its own fields (location per key) and the listed components.
 pub async fn patch(
     db: &DatabaseConnection,
-    id: Uuid,
+    id: RackId,
     patch: &RackPatch,
     expected_revision: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<(Rack, PatchReport)> {
+    let id = Uuid::from(id);
     let txn = crate::db::begin_write(db).await?;
     let (row, audit_before) = rack_for_write(&txn, id, expected_revision).await?;
     let mut am: racks::ActiveModel = row.clone().into();
@@ -198,7 +201,7 @@ pub async fn patch(
                 other => other,
             })?;
     }
-    let rack = get(&txn, id, true).await?;
+    let rack = get(&txn, id.into(), true).await?;
     crate::audit::row_changed::<racks::Entity>(&txn, "rack", id, audit_before, now).await?;
     txn.commit().await?;
     Ok((
@@ -213,10 +216,11 @@ pub async fn patch(
 /// Marks the rack and all its live components (and their BMCs) deleted.
 pub async fn delete(
     db: &DatabaseConnection,
-    id: Uuid,
+    id: RackId,
     expected_revision: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<()> {
+    let id = Uuid::from(id);
     let txn = crate::db::begin_write(db).await?;
     let (row, audit_before) = rack_for_write(&txn, id, expected_revision).await?;
     let revision = row.revision;
@@ -238,7 +242,8 @@ pub async fn delete(
 }
 
 /// Removes a soft-deleted rack and every component that was in it, for good.
-pub async fn purge(db: &DatabaseConnection, id: Uuid) -> Result<()> {
+pub async fn purge(db: &DatabaseConnection, id: RackId) -> Result<()> {
+    let id = Uuid::from(id);
     let txn = crate::db::begin_write(db).await?;
     let row = racks::Entity::find_by_id(id)
         .one(&txn)

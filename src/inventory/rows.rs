@@ -8,10 +8,11 @@ use uuid::Uuid;
 use super::model::{Bmc, BmcType, Component, ComponentType, Location, Position, PowerState, Rack};
 use crate::db::entities::{bmcs, components, racks};
 use crate::error::{Error, Result};
+use crate::ids::RackId;
 
 pub(crate) fn rack_from_row(row: racks::Model) -> Rack {
     Rack {
-        id: row.id,
+        id: row.id.into(),
         name: row.name,
         manufacturer: row.manufacturer,
         serial_number: row.serial_number,
@@ -23,7 +24,7 @@ pub(crate) fn rack_from_row(row: racks::Model) -> Rack {
             room: row.room,
             position: row.position,
         },
-        nvl_domain_id: row.nvl_domain_id,
+        nvl_domain_id: row.nvl_domain_id.map(Into::into),
         revision: row.revision,
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -59,8 +60,8 @@ pub(crate) fn component_from_row(row: components::Model, bmcs: Vec<Bmc>) -> Resu
         ))
     })?;
     Ok(Component {
-        id: row.id,
-        rack_id: row.rack_id,
+        id: row.id.into(),
+        rack_id: row.rack_id.map(Into::into),
         kind,
         name: row.name,
         manufacturer: row.manufacturer,
@@ -151,8 +152,8 @@ pub(crate) async fn with_bmcs(
 /// Live components of the given racks, each rack's list in slot order.
 pub(crate) async fn load_rack_components(
     db: &impl ConnectionTrait,
-    rack_ids: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<Component>>> {
+    rack_ids: &[RackId],
+) -> Result<HashMap<RackId, Vec<Component>>> {
     let mut rows = Vec::new();
     for chunk in rack_ids.chunks(500) {
         rows.extend(
@@ -167,7 +168,7 @@ pub(crate) async fn load_rack_components(
                 .await?,
         );
     }
-    let mut by_rack: HashMap<Uuid, Vec<Component>> = HashMap::new();
+    let mut by_rack: HashMap<RackId, Vec<Component>> = HashMap::new();
     for component in with_bmcs(db, rows).await? {
         if let Some(rack_id) = component.rack_id {
             by_rack.entry(rack_id).or_default().push(component);
@@ -182,7 +183,7 @@ pub(crate) async fn load_rack_components(
 
 /// Fills `components` on each rack.
 pub(crate) async fn attach_components(db: &impl ConnectionTrait, racks: &mut [Rack]) -> Result<()> {
-    let ids: Vec<Uuid> = racks.iter().map(|r| r.id).collect();
+    let ids: Vec<RackId> = racks.iter().map(|r| r.id).collect();
     let mut by_rack = load_rack_components(db, &ids).await?;
     for rack in racks {
         rack.components = Some(by_rack.remove(&rack.id).unwrap_or_default());

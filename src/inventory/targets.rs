@@ -11,6 +11,7 @@ use super::rows::load_bmcs;
 use crate::components::Device;
 use crate::db::entities::{components, racks};
 use crate::error::{Error, FieldError, Result};
+use crate::ids::{ComponentId, RackId};
 use crate::operations::model::{ComponentTarget, RackRef, TargetSpec};
 
 /// Component types that operations drive; the others are inventory only.
@@ -23,7 +24,7 @@ pub const DRIVEN_TYPES: [ComponentType; 3] = [
 /// One rack's share of an operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RackWork {
-    pub rack_id: Uuid,
+    pub rack_id: RackId,
     pub rack_name: String,
     /// Targeted devices of driven types, in the rack's slot order.
     pub devices: Vec<Device>,
@@ -34,7 +35,7 @@ pub struct RackWork {
 pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<Vec<RackWork>> {
     let mut errors = Vec::new();
     // Rack id -> (rack row, selected component ids or None for "filter by types").
-    let mut wanted: BTreeMap<Uuid, (racks::Model, HashSet<Uuid>)> = BTreeMap::new();
+    let mut wanted: BTreeMap<RackId, (racks::Model, HashSet<ComponentId>)> = BTreeMap::new();
     match targets {
         TargetSpec::Racks(list) => {
             for (i, target) in list.iter().enumerate() {
@@ -47,14 +48,14 @@ pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<
                 };
                 let rows = live_components(db, components::Column::RackId.eq(rack.id)).await?;
                 let entry = wanted
-                    .entry(rack.id)
+                    .entry(rack.id.into())
                     .or_insert_with(|| (rack, HashSet::new()));
                 for row in rows {
                     let kind = ComponentType::parse(&row.r#type);
                     if kind.is_some_and(|k| {
                         target.component_types.is_empty() || target.component_types.contains(&k)
                     }) {
-                        entry.1.insert(row.id);
+                        entry.1.insert(row.id.into());
                     }
                 }
             }
@@ -94,10 +95,10 @@ pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<
                     continue;
                 };
                 wanted
-                    .entry(rack.id)
+                    .entry(rack.id.into())
                     .or_insert_with(|| (rack, HashSet::new()))
                     .1
-                    .insert(row.id);
+                    .insert(row.id.into());
             }
         }
     }
@@ -142,14 +143,14 @@ async fn live_components(
 /// The live, driven devices of a rack among `ids` (components deleted meanwhile drop out).
 pub async fn devices_of(
     db: &impl ConnectionTrait,
-    rack_id: Uuid,
+    rack_id: RackId,
     rack_name: Option<&str>,
-    ids: &HashSet<Uuid>,
+    ids: &HashSet<ComponentId>,
 ) -> Result<Vec<Device>> {
     let rows: Vec<components::Model> = live_components(db, components::Column::RackId.eq(rack_id))
         .await?
         .into_iter()
-        .filter(|r| ids.contains(&r.id))
+        .filter(|r| ids.contains(&ComponentId::from(r.id)))
         .collect();
     let row_ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let mut bmcs = load_bmcs(db, &row_ids).await?;

@@ -96,8 +96,8 @@ pub(crate) fn as_stored(
         .collect();
     bmcs.sort_by(super::rows::bmc_order);
     Component {
-        id,
-        rack_id,
+        id: id.into(),
+        rack_id: rack_id.map(Into::into),
         kind: c.kind,
         name: c.name.clone(),
         manufacturer: c.manufacturer.clone(),
@@ -128,7 +128,7 @@ pub(crate) fn rack_as_stored(id: Uuid, new: &NewRack, ids: &[Uuid], now: DateTim
         .collect();
     components.sort_by(super::rows::rack_order);
     Rack {
-        id,
+        id: id.into(),
         name: new.name.clone(),
         manufacturer: new.manufacturer.clone(),
         serial_number: new.serial_number.clone(),

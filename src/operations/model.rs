@@ -154,7 +154,7 @@ pub struct OperationSpec {
     pub queue_timeout_secs: u64,
     /// A stored operation rule to run instead of the one resolution would pick.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule_id: Option<Uuid>,
+    pub rule_id: Option<crate::ids::RuleId>,
 }
 
 impl OperationSpec {

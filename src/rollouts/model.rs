@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
+use crate::ids::{NvlDomainId, RackId, RolloutId, TaskId};
 use crate::inventory::model::ComponentType;
 use crate::operations::model::{ConflictStrategy, RackRef};
 use crate::schedules::model::OperationTemplate;
@@ -135,12 +135,12 @@ pub struct RolloutSpec {
 /// A targeted rack with what the planner orders and spreads by.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RackInfo {
-    pub id: Uuid,
+    pub id: RackId,
     pub name: String,
     pub datacenter: Option<String>,
     pub room: Option<String>,
     pub position: Option<String>,
-    pub nvl_domain: Option<Uuid>,
+    pub nvl_domain: Option<NvlDomainId>,
 }
 
 /// Where a rack of a wave is.
@@ -162,10 +162,10 @@ pub enum RackState {
 /// One rack of a wave.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WaveRack {
-    pub rack_id: Uuid,
+    pub rack_id: RackId,
     pub rack_name: String,
     pub state: RackState,
-    pub task_id: Option<Uuid>,
+    pub task_id: Option<TaskId>,
     /// Why it was refused, or why verification failed.
     pub reason: Option<String>,
     /// Set when the wave's verification found this rack not clean.
@@ -253,7 +253,7 @@ impl RolloutStatus {
 /// A stored rollout.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rollout {
-    pub id: Uuid,
+    pub id: RolloutId,
     pub spec: RolloutSpec,
     pub status: RolloutStatus,
     pub waves: Vec<Wave>,

@@ -4,10 +4,9 @@
 
 use std::collections::HashSet;
 
-use chrono::{DateTime, Duration, Utc};
-use uuid::Uuid;
-
 use super::model::{BatchSize, Order, RackInfo, SpreadBy, Strategy, Window};
+use crate::ids::RackId;
+use chrono::{DateTime, Duration, Utc};
 
 /// Racks per batch for `total` racks.
 pub fn batch_len(size: BatchSize, total: usize) -> usize {
@@ -80,7 +79,7 @@ pub fn plan(mut racks: Vec<RackInfo>, strategy: &Strategy) -> Vec<Vec<RackInfo>>
 }
 
 /// Rack ids per wave, for comparing plans.
-pub fn ids(waves: &[Vec<RackInfo>]) -> Vec<Vec<Uuid>> {
+pub fn ids(waves: &[Vec<RackInfo>]) -> Vec<Vec<RackId>> {
     waves
         .iter()
         .map(|w| w.iter().map(|r| r.id).collect())
@@ -121,17 +120,19 @@ pub fn window_state(window: &Window, now: DateTime<Utc>) -> WindowState {
 
 #[cfg(test)]
 mod tests {
+    use uuid::Uuid;
+
     use super::*;
     use crate::rollouts::model::{FailureBudget, Verify};
 
     fn rack(name: &str, domain: Option<u128>) -> RackInfo {
         RackInfo {
-            id: Uuid::from_u128(name.bytes().map(u128::from).sum()),
+            id: Uuid::from_u128(name.bytes().map(u128::from).sum()).into(),
             name: name.into(),
             datacenter: Some("dc1".into()),
             room: Some(format!("room-{}", &name[..1])),
             position: None,
-            nvl_domain: domain.map(Uuid::from_u128),
+            nvl_domain: domain.map(|d| Uuid::from_u128(d).into()),
         }
     }
 

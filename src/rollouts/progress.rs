@@ -5,11 +5,11 @@ use std::collections::HashMap;
 
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use super::model::{RackState, Rollout, WaveRack};
 use crate::db::entities::tasks;
 use crate::error::Result;
+use crate::ids::TaskId;
 use crate::tasks::TaskStatus;
 
 /// One rack's outcome in a rollout.
@@ -39,7 +39,7 @@ pub struct Counts {
 impl Counts {
     pub fn of<'a>(
         racks: impl Iterator<Item = &'a WaveRack>,
-        statuses: &HashMap<Uuid, TaskStatus>,
+        statuses: &HashMap<TaskId, TaskStatus>,
     ) -> Self {
         let mut c = Self::default();
         for rack in racks {
@@ -58,7 +58,7 @@ impl Counts {
 }
 
 /// A rack's outcome; a submitted rack whose task is unknown counts as running.
-pub fn outcome(rack: &WaveRack, statuses: &HashMap<Uuid, TaskStatus>) -> RackOutcome {
+pub fn outcome(rack: &WaveRack, statuses: &HashMap<TaskId, TaskStatus>) -> RackOutcome {
     match rack.state {
         RackState::Pending => RackOutcome::Pending,
         RackState::Skipped => RackOutcome::Skipped,
@@ -76,13 +76,13 @@ pub fn outcome(rack: &WaveRack, statuses: &HashMap<Uuid, TaskStatus>) -> RackOut
 /// The live status of the given tasks, in one query.
 pub async fn task_statuses(
     db: &impl ConnectionTrait,
-    ids: impl IntoIterator<Item = Uuid>,
-) -> Result<HashMap<Uuid, TaskStatus>> {
-    let ids: Vec<Uuid> = ids.into_iter().collect();
+    ids: impl IntoIterator<Item = TaskId>,
+) -> Result<HashMap<TaskId, TaskStatus>> {
+    let ids: Vec<TaskId> = ids.into_iter().collect();
     let mut out = HashMap::new();
     // Bounded IN lists: SQLite caps bound parameters.
     for chunk in ids.chunks(500) {
-        let rows: Vec<(Uuid, String)> = tasks::Entity::find()
+        let rows: Vec<(TaskId, String)> = tasks::Entity::find()
             .select_only()
             .column(tasks::Column::Id)
             .column(tasks::Column::Status)
@@ -102,6 +102,6 @@ pub async fn task_statuses(
 pub async fn rollout_task_statuses(
     db: &impl ConnectionTrait,
     rollout: &Rollout,
-) -> Result<HashMap<Uuid, TaskStatus>> {
+) -> Result<HashMap<TaskId, TaskStatus>> {
     task_statuses(db, rollout.racks().filter_map(|r| r.task_id)).await
 }

@@ -3,7 +3,6 @@
 //! through the normal task submission, verification, and the end.
 
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use super::model::{OnRefused, RackState, Rollout, RolloutStatus, Strategy, WaveStatus, Window};
 use super::progress::{Counts, rollout_task_statuses, task_statuses};
@@ -11,6 +10,7 @@ use super::service::{RolloutService, task_spec};
 use super::store;
 use crate::drift::observe::Observer;
 use crate::error::{Code, Error, Result};
+use crate::ids::RolloutId;
 
 /// What the run needs to drive the rollout, read once at its start.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -68,7 +68,7 @@ fn refusal(e: &Error) -> Option<String> {
 impl RolloutService {
     /// Reads, changes and writes the rollout, retrying when the compare-and-set loses. An
     /// ended rollout is answered as is.
-    async fn mutate(&self, id: Uuid, change: impl Fn(&mut Rollout)) -> Result<Rollout> {
+    async fn mutate(&self, id: RolloutId, change: impl Fn(&mut Rollout)) -> Result<Rollout> {
         for _ in 0..5 {
             let mut r = store::get(&self.db, id).await?;
             if r.status.is_terminal() {
@@ -85,7 +85,7 @@ impl RolloutService {
     }
 
     /// The run has begun: pending -> running.
-    pub async fn begin(&self, id: Uuid) -> Result<RunPlan> {
+    pub async fn begin(&self, id: RolloutId) -> Result<RunPlan> {
         let now = self.clock.now();
         let r = self
             .mutate(id, |r| {
@@ -109,7 +109,7 @@ impl RolloutService {
     /// Records where the run is (a gate, or running a wave).
     pub async fn set_status(
         &self,
-        id: Uuid,
+        id: RolloutId,
         status: RolloutStatus,
         wave: Option<u32>,
         message: &str,
@@ -128,7 +128,7 @@ impl RolloutService {
     /// One step of a wave: when `submit`, starts tasks for pending racks up to the wave's
     /// concurrency; then counts. Each rack's submission carries a key derived from the
     /// rollout and the rack, so a repeated step never creates a second task for a rack.
-    pub async fn advance(&self, id: Uuid, wave: u32, submit: bool) -> Result<WaveProgress> {
+    pub async fn advance(&self, id: RolloutId, wave: u32, submit: bool) -> Result<WaveProgress> {
         let mut r = store::get(&self.db, id).await?;
         let index = wave as usize;
         if index >= r.waves.len() {
@@ -212,7 +212,7 @@ impl RolloutService {
 
     /// Validates each rack of the wave whose task succeeded against its component managers;
     /// a rack that does not validate clean counts as failed. Returns how many did not.
-    pub async fn verify(&self, id: Uuid, wave: u32, observer: &Observer) -> Result<u32> {
+    pub async fn verify(&self, id: RolloutId, wave: u32, observer: &Observer) -> Result<u32> {
         let r = store::get(&self.db, id).await?;
         let Some(w) = r.waves.get(wave as usize) else {
             return Ok(0);
@@ -254,7 +254,7 @@ impl RolloutService {
     }
 
     /// Closes a wave: failed when any of its racks failed. Answers the final counts.
-    pub async fn end_wave(&self, id: Uuid, wave: u32) -> Result<WaveProgress> {
+    pub async fn end_wave(&self, id: RolloutId, wave: u32) -> Result<WaveProgress> {
         let r = store::get(&self.db, id).await?;
         let statuses = rollout_task_statuses(&self.db, &r).await?;
         let wave_counts = Counts::of(r.waves[wave as usize].racks.iter(), &statuses);
@@ -277,7 +277,7 @@ impl RolloutService {
     }
 
     /// Ends the rollout; racks never submitted and waves never started are marked not run.
-    pub async fn end(&self, id: Uuid, status: RolloutStatus, message: &str) -> Result<()> {
+    pub async fn end(&self, id: RolloutId, status: RolloutStatus, message: &str) -> Result<()> {
         let now = self.clock.now();
         self.mutate(id, |r| {
             for w in r.waves.iter_mut() {
@@ -303,7 +303,7 @@ impl RolloutService {
     }
 
     /// Cancels every task of the rollout that has not ended. Returns how many were asked to.
-    pub async fn cancel_active(&self, id: Uuid) -> Result<u32> {
+    pub async fn cancel_active(&self, id: RolloutId) -> Result<u32> {
         let r = store::get(&self.db, id).await?;
         let statuses = rollout_task_statuses(&self.db, &r).await?;
         let mut cancelled = 0;

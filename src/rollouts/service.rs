@@ -16,6 +16,7 @@ use super::{plan, store};
 use crate::clock::Clock;
 use crate::db::entities::racks;
 use crate::error::{Code, Error, Result};
+use crate::ids::{RackId, RolloutId};
 use crate::inventory::query::text_matches;
 use crate::operations::model::{OperationSpec, RackRef, RackTarget, TargetSpec};
 use crate::tasks::TaskService;
@@ -24,7 +25,7 @@ use crate::tasks::engine::engine_error;
 /// One rack of a dry run's wave, with what submitting its task now would do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedRack {
-    pub rack_id: Uuid,
+    pub rack_id: RackId,
     pub rack_name: String,
     /// `start`, `queue` or `reject`, as the operation dry run answers.
     pub outcome: String,
@@ -82,7 +83,7 @@ impl RolloutService {
     /// starts its run.
     pub async fn create(&self, spec: RolloutSpec, dry_run: bool) -> Result<Created> {
         // The checks every rack's submission makes, once, before anything is planned.
-        task_spec(&spec, vec![Uuid::nil()], String::new()).validate()?;
+        task_spec(&spec, vec![RackId::from(Uuid::nil())], String::new()).validate()?;
         if let Some(rule_id) = spec.template.rule_id {
             crate::rules::resolve::check_requested(
                 &self.db,
@@ -102,7 +103,7 @@ impl RolloutService {
         let engine = self.engine.clone().ok_or_else(no_engine)?;
         let now = self.clock.now();
         let rollout = Rollout {
-            id: Uuid::now_v7(),
+            id: RolloutId::new(),
             status: RolloutStatus::Pending,
             waves: waves
                 .iter()
@@ -196,12 +197,12 @@ impl RolloutService {
         Ok(rows
             .into_iter()
             .map(|r| RackInfo {
-                id: r.id,
+                id: r.id.into(),
                 name: r.name,
                 datacenter: r.datacenter,
                 room: r.room,
                 position: r.position,
-                nvl_domain: r.nvl_domain_id,
+                nvl_domain: r.nvl_domain_id.map(Into::into),
             })
             .collect())
     }
@@ -213,7 +214,7 @@ impl RolloutService {
         waves: &[Vec<RackInfo>],
     ) -> Result<Vec<Vec<PlannedRack>>> {
         let all = waves.iter().flatten().map(|r| r.id).collect();
-        let previews: HashMap<Uuid, _> = self
+        let previews: HashMap<RackId, _> = self
             .tasks
             .preview(&task_spec(spec, all, "dry run".into()))
             .await?
@@ -240,12 +241,12 @@ impl RolloutService {
             .collect())
     }
 
-    pub async fn get(&self, id: Uuid) -> Result<Rollout> {
+    pub async fn get(&self, id: RolloutId) -> Result<Rollout> {
         store::get(&self.db, id).await
     }
 
     /// Delivers a command to the rollout's run; the run records its effect.
-    pub async fn command(&self, id: Uuid, command: Command) -> Result<Rollout> {
+    pub async fn command(&self, id: RolloutId, command: Command) -> Result<Rollout> {
         let rollout = store::get(&self.db, id).await?;
         if rollout.status.is_terminal() {
             return Err(Error::conflict(
@@ -268,7 +269,7 @@ impl RolloutService {
 /// The operation spec of the given racks' tasks.
 pub(super) fn task_spec(
     spec: &RolloutSpec,
-    racks: Vec<Uuid>,
+    racks: Vec<RackId>,
     description: String,
 ) -> OperationSpec {
     OperationSpec {
@@ -277,7 +278,7 @@ pub(super) fn task_spec(
             racks
                 .into_iter()
                 .map(|id| RackTarget {
-                    rack: RackRef::Id(id),
+                    rack: RackRef::Id(id.into()),
                     component_types: spec.component_types.clone(),
                 })
                 .collect(),

@@ -5,14 +5,14 @@ use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect,
 };
-use uuid::Uuid;
 
 use super::model::{Rollout, RolloutStatus};
 use crate::db::entities::rollouts;
 use crate::error::{Error, Result};
+use crate::ids::RolloutId;
 use crate::inventory::query::{Cursor, Page, PageRequest, text_matches};
 
-fn corrupt(what: &str, id: Uuid, e: impl std::fmt::Display) -> Error {
+fn corrupt(what: &str, id: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
     Error::Internal(format!("rollout {id}: stored {what} unreadable: {e}"))
 }
 
@@ -22,7 +22,7 @@ fn json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
 
 fn from_row(row: rollouts::Model) -> Result<Rollout> {
     Ok(Rollout {
-        id: row.id,
+        id: row.id.into(),
         spec: serde_json::from_value(row.spec).map_err(|e| corrupt("spec", row.id, e))?,
         status: RolloutStatus::parse(&row.status)
             .ok_or_else(|| corrupt("status", row.id, &row.status))?,
@@ -40,7 +40,7 @@ fn from_row(row: rollouts::Model) -> Result<Rollout> {
 
 fn to_row(r: &Rollout) -> Result<rollouts::ActiveModel> {
     Ok(rollouts::ActiveModel {
-        id: Set(r.id),
+        id: Set(r.id.into()),
         name: Set(r.spec.name.clone()),
         status: Set(r.status.as_str().to_string()),
         spec: Set(json(&r.spec)?),
@@ -63,7 +63,7 @@ pub async fn insert(db: &impl ConnectionTrait, r: &Rollout) -> Result<()> {
     Ok(())
 }
 
-pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Rollout> {
+pub async fn get(db: &impl ConnectionTrait, id: RolloutId) -> Result<Rollout> {
     let row = rollouts::Entity::find_by_id(id)
         .one(db)
         .await?
@@ -127,6 +127,6 @@ pub async fn list(
         .collect::<Result<Vec<_>>>()?;
     Ok(Page::from_rows(rows, page.limit, total, |r| Cursor {
         name: String::new(),
-        id: r.id,
+        id: r.id.into(),
     }))
 }

@@ -12,19 +12,20 @@ use super::model::Rule;
 use super::store;
 use crate::db::entities::{rack_rule_associations, racks};
 use crate::error::{Error, Result};
+use crate::ids::{RackId, RuleId};
 use crate::operations::code::OperationCode;
 
 /// The rule a rack runs for one operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Association {
-    pub rack_id: Uuid,
+    pub rack_id: RackId,
     pub operation: OperationCode,
-    pub rule_id: Uuid,
+    pub rule_id: RuleId,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
-async fn live_rack(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<()> {
+async fn live_rack(db: &impl ConnectionTrait, rack_id: RackId) -> Result<()> {
     racks::Entity::find_by_id(rack_id)
         .filter(racks::Column::DeletedAt.is_null())
         .one(db)
@@ -36,9 +37,9 @@ async fn live_rack(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<()> {
 fn association(row: rack_rule_associations::Model) -> Result<Association> {
     let kind = format!("rack {} rule association", row.rack_id);
     Ok(Association {
-        rack_id: row.rack_id,
+        rack_id: row.rack_id.into(),
         operation: store::operation_of(&kind, &row.operation)?,
-        rule_id: row.rule_id,
+        rule_id: row.rule_id.into(),
         created_at: row.created_at,
         updated_at: row.updated_at,
     })
@@ -47,18 +48,20 @@ fn association(row: rack_rule_associations::Model) -> Result<Association> {
 /// Sets the rule a rack runs for `operation`; `true` when the association is new.
 pub async fn associate(
     db: &DatabaseConnection,
-    rack_id: Uuid,
+    rack_id: RackId,
     operation: OperationCode,
-    rule_id: Uuid,
+    rule_id: RuleId,
     now: DateTime<Utc>,
 ) -> Result<(Association, bool)> {
     let txn = crate::db::begin_write(db).await?;
     live_rack(&txn, rack_id).await?;
     super::requested::check_requested(&txn, rule_id, operation).await?;
-    let existing =
-        rack_rule_associations::Entity::find_by_id((rack_id, operation.as_str().to_string()))
-            .one(&txn)
-            .await?;
+    let existing = rack_rule_associations::Entity::find_by_id((
+        Uuid::from(rack_id),
+        operation.as_str().to_string(),
+    ))
+    .one(&txn)
+    .await?;
     let created = existing.is_none();
     let audit_before = existing.as_ref().map(
         |e| serde_json::json!({"rack_id": rack_id, "operation": operation, "rule_id": e.rule_id}),
@@ -66,15 +69,15 @@ pub async fn associate(
     let row = match existing {
         Some(found) => {
             let mut am: rack_rule_associations::ActiveModel = found.into();
-            am.rule_id = Set(rule_id);
+            am.rule_id = Set(rule_id.into());
             am.updated_at = Set(now);
             am.update(&txn).await?
         }
         None => {
             rack_rule_associations::ActiveModel {
-                rack_id: Set(rack_id),
+                rack_id: Set(rack_id.into()),
                 operation: Set(operation.as_str().to_string()),
-                rule_id: Set(rule_id),
+                rule_id: Set(rule_id.into()),
                 created_at: Set(now),
                 updated_at: Set(now),
             }
@@ -94,7 +97,7 @@ pub async fn associate(
 /// Removes a rack's rule for `operation`; removing one that is not there is not an error.
 pub async fn dissociate(
     db: &DatabaseConnection,
-    rack_id: Uuid,
+    rack_id: RackId,
     operation: OperationCode,
 ) -> Result<()> {
     let txn = crate::db::begin_write(db).await?;
@@ -115,7 +118,7 @@ pub async fn dissociate(
 }
 
 /// A rack's associations, by operation.
-pub async fn associations(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<Vec<Association>> {
+pub async fn associations(db: &impl ConnectionTrait, rack_id: RackId) -> Result<Vec<Association>> {
     live_rack(db, rack_id).await?;
     rack_rule_associations::Entity::find()
         .filter(rack_rule_associations::Column::RackId.eq(rack_id))
@@ -130,15 +133,17 @@ pub async fn associations(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<Ve
 /// The rule associated with a rack for an operation, if any.
 pub async fn for_rack(
     db: &impl ConnectionTrait,
-    rack_id: Uuid,
+    rack_id: RackId,
     operation: OperationCode,
 ) -> Result<Option<Rule>> {
-    let Some(link) =
-        rack_rule_associations::Entity::find_by_id((rack_id, operation.as_str().to_string()))
-            .one(db)
-            .await?
+    let Some(link) = rack_rule_associations::Entity::find_by_id((
+        Uuid::from(rack_id),
+        operation.as_str().to_string(),
+    ))
+    .one(db)
+    .await?
     else {
         return Ok(None);
     };
-    Ok(Some(store::get(db, link.rule_id).await?))
+    Ok(Some(store::get(db, link.rule_id.into()).await?))
 }

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use super::duration;
 use crate::components::{DevicePower, PowerOp};
+use crate::ids::RuleId;
 use crate::inventory::model::ComponentType;
 use crate::operations::code::OperationCode;
 
@@ -266,7 +266,7 @@ pub enum RuleSource {
 /// A rule with its identity: stored rules have an id and version, built-in ones have neither.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rule {
-    pub id: Option<Uuid>,
+    pub id: Option<RuleId>,
     pub name: String,
     pub description: Option<String>,
     /// The operation the rule is for (`power_on`, `upgrade`, ...).
@@ -282,7 +282,7 @@ pub struct Rule {
 /// Which rule (and version) a task ran, as recorded on the task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppliedRule {
-    pub id: Option<Uuid>,
+    pub id: Option<RuleId>,
     pub name: String,
     pub version: Option<i32>,
     pub source: RuleSource,

@@ -3,16 +3,16 @@
 //! neither depends on the other for it.
 
 use sea_orm::ConnectionTrait;
-use uuid::Uuid;
 
 use super::model::Rule;
 use super::store;
 use crate::error::{Code, Error, FieldError, Result};
+use crate::ids::RuleId;
 use crate::operations::code::OperationCode;
 
 /// A rule named by a caller: a missing one is the caller's `rule_id` at fault (422), not a 404
 /// of the resource asked for.
-pub(super) async fn named(db: &impl ConnectionTrait, id: Uuid, missing: String) -> Result<Rule> {
+pub(super) async fn named(db: &impl ConnectionTrait, id: RuleId, missing: String) -> Result<Rule> {
     store::get(db, id).await.map_err(|e| match e {
         Error::NotFound { .. } => Error::Unprocessable {
             code: Code::RuleNotFound,
@@ -27,7 +27,7 @@ pub(super) async fn named(db: &impl ConnectionTrait, id: Uuid, missing: String) 
 /// for the requested operation.
 pub async fn check_requested(
     db: &impl ConnectionTrait,
-    rule_id: Uuid,
+    rule_id: RuleId,
     operation: OperationCode,
 ) -> Result<()> {
     let rule = named(

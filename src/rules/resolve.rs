@@ -2,12 +2,12 @@
 //! operation's default, else the built-in one.
 
 use sea_orm::ConnectionTrait;
-use uuid::Uuid;
 
 use super::model::{Rule, RuleSource};
 use super::requested::named;
 use super::{associations, builtin, store};
 use crate::error::{Error, Result};
+use crate::ids::{RackId, RuleId};
 use crate::operations::code::OperationCode;
 
 // Callers across the crate check a requested rule through here, beside resolving one.
@@ -16,8 +16,8 @@ pub use super::requested::check_requested;
 /// Resolves the rule for one rack's task, in priority order.
 pub async fn resolve(
     db: &impl ConnectionTrait,
-    requested: Option<Uuid>,
-    rack_id: Uuid,
+    requested: Option<RuleId>,
+    rack_id: RackId,
     operation: OperationCode,
 ) -> Result<(Rule, RuleSource)> {
     if let Some(id) = requested {

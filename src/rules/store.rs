@@ -7,12 +7,12 @@ use sea_orm::{
     QueryOrder, Set,
 };
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use super::model::{Rule, RuleDefinition};
 use super::parse::RuleInput;
 use crate::db::entities::{operation_rule_versions, operation_rules, rack_rule_associations};
 use crate::error::{Code, Error, FieldError, Result};
+use crate::ids::RuleId;
 use crate::operations::code::OperationCode;
 
 /// One stored version of a rule.
@@ -32,7 +32,7 @@ pub struct RuleFilter {
     pub is_default: Option<bool>,
 }
 
-fn definition_of(id: Uuid, json: serde_json::Value) -> Result<RuleDefinition> {
+fn definition_of(id: RuleId, json: serde_json::Value) -> Result<RuleDefinition> {
     serde_json::from_value(json)
         .map_err(|e| Error::Internal(format!("rule {id}: stored definition unreadable: {e}")))
 }
@@ -51,8 +51,8 @@ pub(super) fn operation_of(kind: &str, stored: &str) -> Result<OperationCode> {
 fn rule_from_row(row: operation_rules::Model) -> Result<Rule> {
     Ok(Rule {
         operation: operation_of(&format!("rule {}", row.id), &row.operation)?,
-        id: Some(row.id),
-        definition: definition_of(row.id, row.definition)?,
+        id: Some(row.id.into()),
+        definition: definition_of(row.id.into(), row.definition)?,
         name: row.name,
         description: row.description,
         is_default: row.is_default,
@@ -63,14 +63,14 @@ fn rule_from_row(row: operation_rules::Model) -> Result<Rule> {
     })
 }
 
-async fn row(db: &impl ConnectionTrait, id: Uuid) -> Result<operation_rules::Model> {
+async fn row(db: &impl ConnectionTrait, id: RuleId) -> Result<operation_rules::Model> {
     operation_rules::Entity::find_by_id(id)
         .one(db)
         .await?
         .ok_or_else(|| Error::not_found("operation rule", id))
 }
 
-pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Rule> {
+pub async fn get(db: &impl ConnectionTrait, id: RuleId) -> Result<Rule> {
     rule_from_row(row(db, id).await?)
 }
 
@@ -92,7 +92,7 @@ pub async fn default_for(
 async fn check_no_other_default(
     db: &impl ConnectionTrait,
     operation: OperationCode,
-    except: Option<Uuid>,
+    except: Option<RuleId>,
 ) -> Result<()> {
     if let Some(existing) = default_for(db, operation).await?
         && existing.id != except
@@ -115,13 +115,13 @@ async fn check_no_other_default(
 
 async fn insert_version(
     db: &impl ConnectionTrait,
-    id: Uuid,
+    id: RuleId,
     version: i32,
     input: &RuleInput,
     now: DateTime<Utc>,
 ) -> Result<()> {
     operation_rule_versions::ActiveModel {
-        rule_id: Set(id),
+        rule_id: Set(id.into()),
         version: Set(version),
         name: Set(input.name.clone()),
         description: Set(input.description.clone()),
@@ -142,9 +142,9 @@ pub async fn create(
     if input.is_default {
         check_no_other_default(&txn, input.operation, None).await?;
     }
-    let id = Uuid::now_v7();
+    let id = RuleId::new();
     let row = operation_rules::ActiveModel {
-        id: Set(id),
+        id: Set(id.into()),
         name: Set(input.name.clone()),
         description: Set(input.description.clone()),
         operation: Set(input.operation.as_str().to_string()),
@@ -157,7 +157,8 @@ pub async fn create(
     .insert(&txn)
     .await?;
     insert_version(&txn, id, 1, input, now).await?;
-    crate::audit::row_changed::<operation_rules::Entity>(&txn, "rule", id, None, now).await?;
+    crate::audit::row_changed::<operation_rules::Entity>(&txn, "rule", id.into(), None, now)
+        .await?;
     txn.commit().await?;
     rule_from_row(row)
 }
@@ -166,13 +167,13 @@ pub async fn create(
 /// stays readable as an older version. The operation cannot change.
 pub async fn replace(
     db: &DatabaseConnection,
-    id: Uuid,
+    id: RuleId,
     input: &RuleInput,
     now: DateTime<Utc>,
 ) -> Result<Rule> {
     let txn = crate::db::begin_write(db).await?;
     let current = row(&txn, id).await?;
-    let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id).await?;
+    let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id.into()).await?;
     if current.operation != input.operation.as_str() {
         return Err(Error::invalid(
             "operation",
@@ -208,18 +209,24 @@ pub async fn replace(
             other => other.into(),
         })?;
     insert_version(&txn, id, version, input, now).await?;
-    crate::audit::row_changed::<operation_rules::Entity>(&txn, "rule", id, audit_before, now)
-        .await?;
+    crate::audit::row_changed::<operation_rules::Entity>(
+        &txn,
+        "rule",
+        id.into(),
+        audit_before,
+        now,
+    )
+    .await?;
     txn.commit().await?;
     rule_from_row(row)
 }
 
 /// Deletes a rule, its versions and its rack associations. Tasks keep the rule's id and version
 /// in their plan.
-pub async fn delete(db: &DatabaseConnection, id: Uuid) -> Result<()> {
+pub async fn delete(db: &DatabaseConnection, id: RuleId) -> Result<()> {
     let txn = crate::db::begin_write(db).await?;
     row(&txn, id).await?;
-    let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id).await?;
+    let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id.into()).await?;
     rack_rule_associations::Entity::delete_many()
         .filter(rack_rule_associations::Column::RuleId.eq(id))
         .exec(&txn)
@@ -255,7 +262,7 @@ pub async fn list(db: &impl ConnectionTrait, filter: &RuleFilter) -> Result<Vec<
 }
 
 /// Every version of a rule, newest first.
-pub async fn versions(db: &impl ConnectionTrait, id: Uuid) -> Result<Vec<RuleVersion>> {
+pub async fn versions(db: &impl ConnectionTrait, id: RuleId) -> Result<Vec<RuleVersion>> {
     row(db, id).await?;
     operation_rule_versions::Entity::find()
         .filter(operation_rule_versions::Column::RuleId.eq(id))
@@ -279,13 +286,13 @@ pub async fn versions(db: &impl ConnectionTrait, id: Uuid) -> Result<Vec<RuleVer
 /// there is never a moment with two defaults.
 pub async fn set_default(
     db: &DatabaseConnection,
-    id: Uuid,
+    id: RuleId,
     on: bool,
     now: DateTime<Utc>,
 ) -> Result<Rule> {
     let txn = crate::db::begin_write(db).await?;
     let current = row(&txn, id).await?;
-    let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id).await?;
+    let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id.into()).await?;
     if on {
         operation_rules::Entity::update_many()
             .col_expr(operation_rules::Column::IsDefault, Expr::value(false))
@@ -307,8 +314,14 @@ pub async fn set_default(
     } else {
         row(&txn, id).await?
     };
-    crate::audit::row_changed::<operation_rules::Entity>(&txn, "rule", id, audit_before, now)
-        .await?;
+    crate::audit::row_changed::<operation_rules::Entity>(
+        &txn,
+        "rule",
+        id.into(),
+        audit_before,
+        now,
+    )
+    .await?;
     txn.commit().await?;
     rule_from_row(row)
 }

@@ -1,12 +1,11 @@
 //! Advice on schedules that would touch the same racks in a conflicting way: the task conflict
 //! rule of the task service, applied to whole-rack templates (component types, not components).
 
-use uuid::Uuid;
-
 use super::model::Schedule;
 use super::service::ScheduleService;
 use super::store;
 use crate::error::Result;
+use crate::ids::{RackId, ScheduleId};
 use crate::inventory::model::ComponentType;
 use crate::inventory::targets::DRIVEN_TYPES;
 use crate::operations::model::{Operation, RackTarget, TaskType};
@@ -53,7 +52,7 @@ pub fn overlaps(
 #[derive(Debug, Clone)]
 pub struct ScheduleConflict {
     pub schedule: Schedule,
-    pub rack_ids: Vec<Uuid>,
+    pub rack_ids: Vec<RackId>,
 }
 
 impl ScheduleService {
@@ -63,16 +62,16 @@ impl ScheduleService {
         &self,
         operation: &Operation,
         targets: &[RackTarget],
-        exclude: Option<Uuid>,
+        exclude: Option<ScheduleId>,
     ) -> Result<Vec<ScheduleConflict>> {
         let racks = self.resolve_racks(targets).await?;
-        let ids: Vec<Uuid> = racks.iter().map(|(id, _)| *id).collect();
+        let ids: Vec<RackId> = racks.iter().map(|(id, _)| *id).collect();
         let mut out = Vec::new();
         for (schedule, scopes) in store::on_racks(&self.db, &ids).await? {
             if !schedule.enabled || Some(schedule.id) == exclude {
                 continue;
             }
-            let rack_ids: Vec<Uuid> = scopes
+            let rack_ids: Vec<RackId> = scopes
                 .iter()
                 .filter(|scope| {
                     racks.iter().any(|(rack, types)| {

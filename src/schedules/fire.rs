@@ -9,6 +9,7 @@ use super::model::{OverlapPolicy, RackOutcome, RackResult, Run, RunTrigger, Sche
 use super::service::{ScheduleService, refuse_consumed};
 use super::store;
 use crate::error::{Code, Error, Result};
+use crate::ids::{ScheduleId, TaskId};
 use crate::tasks::TaskStatus;
 
 /// The name each fired task carries: `<schedule> — <fire time>`.
@@ -23,7 +24,7 @@ fn task_description(schedule: &Schedule, fired_at: DateTime<Utc>) -> String {
 impl ScheduleService {
     /// Fires now, whatever the timer says (also when paused): a recurring schedule keeps its
     /// next fire time, a one-time schedule is consumed. The overlap policy applies as usual.
-    pub async fn trigger(&self, id: Uuid) -> Result<Run> {
+    pub async fn trigger(&self, id: ScheduleId) -> Result<Run> {
         for _ in 0..5 {
             let schedule = store::get(&self.db, id).await?;
             refuse_consumed(&schedule)?;
@@ -119,7 +120,7 @@ impl ScheduleService {
                 Ok(submission) => match submission.task_ids.first() {
                     Some(task) => {
                         store::set_last_task(&self.db, schedule.id, result.rack_id, *task).await?;
-                        RackOutcome::Created { task_id: *task }
+                        RackOutcome::Created { task_id: (*task) }
                     }
                     None => RackOutcome::Failed {
                         error: "no task was created".into(),
@@ -180,7 +181,7 @@ fn problem_text(e: &Error) -> String {
 }
 
 /// The task's status when it still holds or waits for its rack.
-async fn still_active(db: &impl ConnectionTrait, task: Uuid) -> Result<Option<TaskStatus>> {
+async fn still_active(db: &impl ConnectionTrait, task: TaskId) -> Result<Option<TaskStatus>> {
     match crate::tasks::store::get(db, task).await {
         Ok(t) if !t.status.is_terminal() => Ok(Some(t.status)),
         Ok(_) | Err(Error::NotFound { .. }) => Ok(None),

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::ids::{RackId, RuleId, ScheduleId, TaskId};
 use crate::inventory::model::ComponentType;
 use crate::operations::model::{
     ConflictStrategy, Operation, OperationSpec, RackRef, RackTarget, TargetSpec,
@@ -86,7 +87,7 @@ pub struct OperationTemplate {
     pub queue_timeout_secs: u64,
     /// Carried into every submitted spec; resolution happens at submission.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule_id: Option<Uuid>,
+    pub rule_id: Option<RuleId>,
 }
 
 impl OperationTemplate {
@@ -95,13 +96,13 @@ impl OperationTemplate {
         &self,
         description: String,
         policy: OverlapPolicy,
-        rack_id: Uuid,
+        rack_id: RackId,
         component_types: &[ComponentType],
     ) -> OperationSpec {
         OperationSpec {
             operation: self.operation.clone(),
             targets: TargetSpec::Racks(vec![RackTarget {
-                rack: RackRef::Id(rack_id),
+                rack: RackRef::Id(rack_id.into()),
                 component_types: component_types.to_vec(),
             }]),
             description: Some(description),
@@ -115,7 +116,7 @@ impl OperationTemplate {
 /// A stored schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
-    pub id: Uuid,
+    pub id: ScheduleId,
     pub name: String,
     pub timer: TimerSpec,
     pub template: OperationTemplate,
@@ -141,12 +142,12 @@ impl Schedule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scope {
     pub id: Uuid,
-    pub schedule_id: Uuid,
-    pub rack_id: Uuid,
+    pub schedule_id: ScheduleId,
+    pub rack_id: RackId,
     /// Empty means every component of the rack.
     pub component_types: Vec<ComponentType>,
     /// The task the latest fire created on this rack (the overlap check reads it).
-    pub last_task_id: Option<Uuid>,
+    pub last_task_id: Option<TaskId>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -176,7 +177,7 @@ pub enum RackOutcome {
     /// Claimed but not submitted yet (the fire is in progress).
     Pending,
     Created {
-        task_id: Uuid,
+        task_id: TaskId,
     },
     /// Left out: the rack is busy (overlap policy `skip`).
     Skipped {
@@ -190,7 +191,7 @@ pub enum RackOutcome {
 /// One rack's line in a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RackResult {
-    pub rack_id: Uuid,
+    pub rack_id: RackId,
     #[serde(flatten)]
     pub outcome: RackOutcome,
 }
@@ -199,7 +200,7 @@ pub struct RackResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Run {
     pub id: Uuid,
-    pub schedule_id: Uuid,
+    pub schedule_id: ScheduleId,
     pub trigger: RunTrigger,
     pub fired_at: DateTime<Utc>,
     /// Whether every rack has its outcome.
@@ -209,7 +210,7 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn task_ids(&self) -> Vec<Uuid> {
+    pub fn task_ids(&self) -> Vec<TaskId> {
         self.results
             .iter()
             .filter_map(|r| match r.outcome {

@@ -14,6 +14,7 @@ use crate::audit::{self, Change};
 use crate::clock::Clock;
 use crate::db::entities::{racks, task_schedules};
 use crate::error::{Code, Error, FieldError, Result, Violations};
+use crate::ids::{RackId, ScheduleId};
 use crate::inventory::model::ComponentType;
 use crate::operations::model::{RackRef, RackTarget};
 use crate::tasks::TaskService;
@@ -53,7 +54,7 @@ impl std::fmt::Debug for ScheduleService {
 /// Checks the template without the database: option consistency, and that the overlap policy
 /// suits the operation (bring-up and ingest cannot queue). Field names are the API's.
 fn validate_template(template: &OperationTemplate, overlap: OverlapPolicy) -> Result<()> {
-    let probe = template.spec_for(String::new(), overlap, Uuid::nil(), &[]);
+    let probe = template.spec_for(String::new(), overlap, RackId::from(Uuid::nil()), &[]);
     match probe.validate() {
         Err(Error::Invalid(errors)) => Err(Error::Invalid(
             errors
@@ -81,12 +82,12 @@ impl ScheduleService {
     pub async fn resolve_racks(
         &self,
         targets: &[RackTarget],
-    ) -> Result<Vec<(Uuid, Vec<ComponentType>)>> {
+    ) -> Result<Vec<(RackId, Vec<ComponentType>)>> {
         let mut v = Violations::default();
         if targets.is_empty() {
             v.push("target_spec.racks", "must name at least one rack");
         }
-        let mut out: Vec<(Uuid, Vec<ComponentType>)> = Vec::new();
+        let mut out: Vec<(RackId, Vec<ComponentType>)> = Vec::new();
         for (i, target) in targets.iter().enumerate() {
             let query = racks::Entity::find().filter(racks::Column::DeletedAt.is_null());
             let query = match &target.rack {
@@ -106,7 +107,7 @@ impl ScheduleService {
                     let mut types = target.component_types.clone();
                     types.sort();
                     types.dedup();
-                    out.push((rack.id, types));
+                    out.push((rack.id.into(), types));
                 }
             }
         }
@@ -163,7 +164,7 @@ impl ScheduleService {
         }
         let (timer, racks) = (timer?, racks?);
         let schedule = Schedule {
-            id: Uuid::now_v7(),
+            id: ScheduleId::new(),
             name: new.name,
             next_run_at: timer.first_after(now),
             timer: new.timer,
@@ -188,13 +189,13 @@ impl ScheduleService {
             .collect();
         let txn = crate::db::begin_write(&self.db).await?;
         store::insert(&txn, &schedule, &scope).await?;
-        let after = audit::snapshot::<task_schedules::Entity>(&txn, schedule.id).await?;
+        let after = audit::snapshot::<task_schedules::Entity>(&txn, schedule.id.into()).await?;
         audit::record(&txn, Change::new("schedule", schedule.id).after(after), now).await?;
         txn.commit().await?;
         Ok((schedule, scope))
     }
 
-    pub async fn get(&self, id: Uuid) -> Result<Schedule> {
+    pub async fn get(&self, id: ScheduleId) -> Result<Schedule> {
         store::get(&self.db, id).await
     }
 
@@ -206,7 +207,7 @@ impl ScheduleService {
     /// a lost race (the dispatcher claimed it, another request changed it) is retried.
     async fn modify(
         &self,
-        id: Uuid,
+        id: ScheduleId,
         change: impl Fn(&mut Schedule, DateTime<Utc>) -> Result<()>,
     ) -> Result<Schedule> {
         for _ in 0..5 {
@@ -216,9 +217,9 @@ impl ScheduleService {
             schedule.updated_at = now;
             // The conditional write and its audit entry commit together.
             let txn = crate::db::begin_write(&self.db).await?;
-            let before = audit::snapshot::<task_schedules::Entity>(&txn, id).await?;
+            let before = audit::snapshot::<task_schedules::Entity>(&txn, id.into()).await?;
             if store::update(&txn, &schedule).await? {
-                let after = audit::snapshot::<task_schedules::Entity>(&txn, id).await?;
+                let after = audit::snapshot::<task_schedules::Entity>(&txn, id.into()).await?;
                 let change = Change::new("schedule", id).before(before).after(after);
                 audit::record(&txn, change, now).await?;
                 txn.commit().await?;
@@ -232,7 +233,7 @@ impl ScheduleService {
         ))
     }
 
-    pub async fn update(&self, id: Uuid, patch: SchedulePatch) -> Result<Schedule> {
+    pub async fn update(&self, id: ScheduleId, patch: SchedulePatch) -> Result<Schedule> {
         self.modify(id, |s, now| {
             if let Some(name) = &patch.name {
                 s.name = name.clone();
@@ -257,7 +258,7 @@ impl ScheduleService {
     }
 
     /// Stops firing; the next fire time is kept for display. Idempotent.
-    pub async fn pause(&self, id: Uuid) -> Result<Schedule> {
+    pub async fn pause(&self, id: ScheduleId) -> Result<Schedule> {
         self.modify(id, |s, _| {
             refuse_consumed(s)?;
             s.enabled = false;
@@ -268,7 +269,7 @@ impl ScheduleService {
 
     /// Fires again: a recurring schedule from now on (a resume never fires at once), a one-time
     /// schedule at its instant (at the next tick if that passed while paused). Idempotent.
-    pub async fn resume(&self, id: Uuid) -> Result<Schedule> {
+    pub async fn resume(&self, id: ScheduleId) -> Result<Schedule> {
         self.modify(id, |s, now| {
             refuse_consumed(s)?;
             if !s.enabled {
@@ -281,9 +282,9 @@ impl ScheduleService {
     }
 
     /// Deletes the schedule, its scope and its run history; tasks it created stay.
-    pub async fn delete(&self, id: Uuid) -> Result<()> {
+    pub async fn delete(&self, id: ScheduleId) -> Result<()> {
         let txn = crate::db::begin_write(&self.db).await?;
-        let before = audit::snapshot::<task_schedules::Entity>(&txn, id).await?;
+        let before = audit::snapshot::<task_schedules::Entity>(&txn, id.into()).await?;
         if !store::delete(&txn, id).await? {
             return Err(Error::not_found("schedule", id));
         }
@@ -293,19 +294,19 @@ impl ScheduleService {
         Ok(())
     }
 
-    pub async fn scopes(&self, id: Uuid) -> Result<Vec<Scope>> {
+    pub async fn scopes(&self, id: ScheduleId) -> Result<Vec<Scope>> {
         store::get(&self.db, id).await?;
         store::scopes(&self.db, id).await
     }
 
-    pub async fn runs(&self, id: Uuid, limit: u64) -> Result<Vec<Run>> {
+    pub async fn runs(&self, id: ScheduleId, limit: u64) -> Result<Vec<Run>> {
         store::get(&self.db, id).await?;
         store::runs(&self.db, id, limit).await
     }
 
     /// Adds racks to the scope. A rack already in scope has its type filter widened: the union
     /// of both, or every type when either side names none. Returns the added or changed scopes.
-    pub async fn add_scope(&self, id: Uuid, targets: &[RackTarget]) -> Result<Vec<Scope>> {
+    pub async fn add_scope(&self, id: ScheduleId, targets: &[RackTarget]) -> Result<Vec<Scope>> {
         let racks = self.resolve_racks(targets).await?;
         let now = self.clock.now();
         let txn = crate::db::begin_write(&self.db).await?;
@@ -344,7 +345,7 @@ impl ScheduleService {
                 }
             }
         }
-        let racks: Vec<Uuid> = touched.iter().map(|s| s.rack_id).collect();
+        let racks: Vec<RackId> = touched.iter().map(|s| s.rack_id).collect();
         let change =
             Change::new("schedule", id).after(Some(serde_json::json!({"scope_racks": racks})));
         audit::record(&txn, change, now).await?;
@@ -353,7 +354,7 @@ impl ScheduleService {
     }
 
     /// Removes a rack from the scope; the last rack cannot go (delete the schedule instead).
-    pub async fn remove_scope(&self, id: Uuid, rack: &RackRef) -> Result<()> {
+    pub async fn remove_scope(&self, id: ScheduleId, rack: &RackRef) -> Result<()> {
         let txn = crate::db::begin_write(&self.db).await?;
         store::get(&txn, id).await?;
         let scopes = store::scopes(&txn, id).await?;

@@ -15,9 +15,10 @@ use super::model::{
 use crate::db::entities::task_schedules as schedules;
 use crate::db::entities::{task_schedule_runs as runs, task_schedule_scopes as scopes};
 use crate::error::{Code, Error, Result};
+use crate::ids::{RackId, ScheduleId, TaskId};
 use crate::inventory::query::{Cursor, Page, PageRequest};
 
-fn corrupt(what: &str, id: Uuid, e: impl std::fmt::Display) -> Error {
+fn corrupt(what: &str, id: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
     Error::Internal(format!("schedule {id}: stored {what} unreadable: {e}"))
 }
 
@@ -33,7 +34,7 @@ fn from_row(row: schedules::Model) -> Result<Schedule> {
     let overlap = OverlapPolicy::parse(&row.overlap_policy)
         .ok_or_else(|| corrupt("overlap policy", row.id, &row.overlap_policy))?;
     Ok(Schedule {
-        id: row.id,
+        id: row.id.into(),
         name: row.name,
         timer: TimerSpec {
             kind,
@@ -53,7 +54,7 @@ fn from_row(row: schedules::Model) -> Result<Schedule> {
 
 fn to_row(s: &Schedule) -> Result<schedules::ActiveModel> {
     Ok(schedules::ActiveModel {
-        id: Set(s.id),
+        id: Set(s.id.into()),
         name: Set(s.name.clone()),
         spec_type: Set(s.timer.kind.as_str().to_string()),
         spec: Set(s.timer.spec.clone()),
@@ -93,7 +94,7 @@ pub async fn insert(db: &impl ConnectionTrait, s: &Schedule, scope: &[Scope]) ->
     Ok(())
 }
 
-pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Schedule> {
+pub async fn get(db: &impl ConnectionTrait, id: ScheduleId) -> Result<Schedule> {
     schedules::Entity::find_by_id(id)
         .one(db)
         .await?
@@ -116,7 +117,7 @@ pub async fn update(db: &impl ConnectionTrait, s: &Schedule) -> Result<bool> {
     Ok(result.rows_affected == 1)
 }
 
-pub async fn delete(db: &impl ConnectionTrait, id: Uuid) -> Result<bool> {
+pub async fn delete(db: &impl ConnectionTrait, id: ScheduleId) -> Result<bool> {
     let result = schedules::Entity::delete_by_id(id).exec(db).await?;
     Ok(result.rows_affected == 1)
 }
@@ -126,7 +127,7 @@ pub async fn delete(db: &impl ConnectionTrait, id: Uuid) -> Result<bool> {
 pub struct ScheduleFilter {
     pub enabled: Option<bool>,
     /// Schedules with this rack in scope.
-    pub rack_id: Option<Uuid>,
+    pub rack_id: Option<RackId>,
 }
 
 /// One page of schedules in name order.
@@ -172,7 +173,7 @@ pub async fn list(
         .collect::<Result<Vec<_>>>()?;
     Ok(Page::from_rows(rows, page.limit, total, |s| Cursor {
         name: s.name.clone(),
-        id: s.id,
+        id: s.id.into(),
     }))
 }
 
@@ -197,7 +198,7 @@ pub async fn due(
 /// Every schedule with a scope on one of `racks`, with its scopes on them.
 pub async fn on_racks(
     db: &impl ConnectionTrait,
-    racks: &[Uuid],
+    racks: &[RackId],
 ) -> Result<Vec<(Schedule, Vec<Scope>)>> {
     let rows = scopes::Entity::find()
         .filter(scopes::Column::RackId.is_in(racks.iter().copied()))
@@ -220,15 +221,15 @@ fn scope_from_row(row: scopes::Model) -> Result<Scope> {
         component_types: serde_json::from_value(row.component_types)
             .map_err(|e| corrupt("scope", row.schedule_id, e))?,
         id: row.id,
-        schedule_id: row.schedule_id,
-        rack_id: row.rack_id,
-        last_task_id: row.last_task_id,
+        schedule_id: row.schedule_id.into(),
+        rack_id: row.rack_id.into(),
+        last_task_id: row.last_task_id.map(Into::into),
         created_at: row.created_at,
     })
 }
 
 /// A schedule's scopes, oldest first.
-pub async fn scopes(db: &impl ConnectionTrait, schedule_id: Uuid) -> Result<Vec<Scope>> {
+pub async fn scopes(db: &impl ConnectionTrait, schedule_id: ScheduleId) -> Result<Vec<Scope>> {
     scopes::Entity::find()
         .filter(scopes::Column::ScheduleId.eq(schedule_id))
         .order_by_asc(scopes::Column::CreatedAt)
@@ -243,10 +244,10 @@ pub async fn scopes(db: &impl ConnectionTrait, schedule_id: Uuid) -> Result<Vec<
 pub async fn insert_scope(db: &impl ConnectionTrait, s: &Scope) -> Result<()> {
     scopes::Entity::insert(scopes::ActiveModel {
         id: Set(s.id),
-        schedule_id: Set(s.schedule_id),
-        rack_id: Set(s.rack_id),
+        schedule_id: Set(s.schedule_id.into()),
+        rack_id: Set(s.rack_id.into()),
         component_types: Set(json(&s.component_types)?),
-        last_task_id: Set(s.last_task_id),
+        last_task_id: Set(s.last_task_id.map(Into::into)),
         created_at: Set(s.created_at),
     })
     .exec_without_returning(db)
@@ -274,9 +275,9 @@ pub async fn delete_scope(db: &impl ConnectionTrait, id: Uuid) -> Result<()> {
 /// Remembers the task a fire created on a scope's rack, for the next overlap check.
 pub async fn set_last_task(
     db: &impl ConnectionTrait,
-    schedule_id: Uuid,
-    rack_id: Uuid,
-    task: Uuid,
+    schedule_id: ScheduleId,
+    rack_id: RackId,
+    task: TaskId,
 ) -> Result<()> {
     scopes::Entity::update_many()
         .col_expr(scopes::Column::LastTaskId, Expr::value(task))
@@ -292,7 +293,7 @@ fn run_from_row(row: runs::Model) -> Result<Run> {
         serde_json::from_value(row.results).map_err(|e| corrupt("run", row.schedule_id, e))?;
     Ok(Run {
         id: row.id,
-        schedule_id: row.schedule_id,
+        schedule_id: row.schedule_id.into(),
         trigger: if row.trigger == "manual" {
             RunTrigger::Manual
         } else {
@@ -308,7 +309,7 @@ fn run_from_row(row: runs::Model) -> Result<Run> {
 fn run_row(r: &Run) -> Result<runs::ActiveModel> {
     Ok(runs::ActiveModel {
         id: Set(r.id),
-        schedule_id: Set(r.schedule_id),
+        schedule_id: Set(r.schedule_id.into()),
         trigger: Set(r.trigger.as_str().to_string()),
         fired_at: Set(r.fired_at),
         status: Set(if r.done { "done" } else { "submitting" }.to_string()),
@@ -330,7 +331,11 @@ pub async fn save_run(db: &impl ConnectionTrait, r: &Run) -> Result<()> {
 }
 
 /// A schedule's latest runs, newest first.
-pub async fn runs(db: &impl ConnectionTrait, schedule_id: Uuid, limit: u64) -> Result<Vec<Run>> {
+pub async fn runs(
+    db: &impl ConnectionTrait,
+    schedule_id: ScheduleId,
+    limit: u64,
+) -> Result<Vec<Run>> {
     runs::Entity::find()
         .filter(runs::Column::ScheduleId.eq(schedule_id))
         .order_by_desc(runs::Column::FiredAt)

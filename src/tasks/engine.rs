@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use uuid::Uuid;
 
 use crate::error::Error;
+use crate::ids::TaskId;
 use crate::operations::plan::Plan;
 
 /// What the engine says about a task's run.
@@ -48,14 +48,14 @@ pub trait WorkflowEngine: Send + Sync {
     /// Starts the task's run; returns the run id.
     async fn start(
         &self,
-        task_id: Uuid,
+        task_id: TaskId,
         plan: &Plan,
         timeout: Duration,
     ) -> Result<String, EngineError>;
     /// Asks the run to stop; a run that no longer exists is not an error.
-    async fn cancel(&self, task_id: Uuid, reason: &str) -> Result<(), EngineError>;
+    async fn cancel(&self, task_id: TaskId, reason: &str) -> Result<(), EngineError>;
     /// The run's state, or `None` when the engine has no run for the task.
-    async fn state(&self, task_id: Uuid) -> Result<Option<RunState>, EngineError>;
+    async fn state(&self, task_id: TaskId) -> Result<Option<RunState>, EngineError>;
     /// Whether the engine answers (for readiness); `Ok(false)` when none is configured.
     async fn ping(&self) -> Result<bool, EngineError>;
     /// Whether runs can be started right now, as far as the engine knows without asking:
@@ -79,7 +79,7 @@ pub struct DisabledEngine;
 impl WorkflowEngine for DisabledEngine {
     async fn start(
         &self,
-        _task_id: Uuid,
+        _task_id: TaskId,
         _plan: &Plan,
         _timeout: Duration,
     ) -> Result<String, EngineError> {
@@ -88,13 +88,13 @@ impl WorkflowEngine for DisabledEngine {
         ))
     }
 
-    async fn cancel(&self, _task_id: Uuid, _reason: &str) -> Result<(), EngineError> {
+    async fn cancel(&self, _task_id: TaskId, _reason: &str) -> Result<(), EngineError> {
         Err(EngineError::Unavailable(
             "no workflow engine is configured in this process".into(),
         ))
     }
 
-    async fn state(&self, _task_id: Uuid) -> Result<Option<RunState>, EngineError> {
+    async fn state(&self, _task_id: TaskId) -> Result<Option<RunState>, EngineError> {
         Err(EngineError::Unavailable(
             "no workflow engine is configured in this process".into(),
         ))

@@ -14,17 +14,18 @@ use super::model::{Task, TaskStatus};
 use super::store::task_from_row;
 use crate::db::entities::{task_steps, tasks};
 use crate::error::{Error, Result};
+use crate::ids::{ComponentId, OperationRequestId, RackId};
 use crate::inventory::query::Page;
 use crate::operations::code::OperationCode;
 
 /// Filters of the task list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskFilter {
-    pub rack_id: Option<Uuid>,
-    pub component_id: Option<Uuid>,
+    pub rack_id: Option<RackId>,
+    pub component_id: Option<ComponentId>,
     pub statuses: Vec<TaskStatus>,
     pub operation: Option<OperationCode>,
-    pub request_id: Option<Uuid>,
+    pub request_id: Option<OperationRequestId>,
 }
 
 /// Keyset position in the newest-first task order.

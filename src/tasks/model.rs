@@ -1,11 +1,10 @@
 //! Task records, their status state machine, and the rules for which tasks may share a rack.
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use uuid::Uuid;
-
+use crate::ids::{ComponentId, OperationRequestId, RackId, RuleId, TaskId};
 use crate::inventory::model::ComponentType;
 use crate::operations::model::{ConflictStrategy, Operation, TaskType};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -71,7 +70,7 @@ impl TaskStatus {
 /// A targeted component, as a task remembers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TaskComponent {
-    pub id: Uuid,
+    pub id: ComponentId,
     pub kind: ComponentType,
 }
 
@@ -81,7 +80,7 @@ impl TaskComponent {
         devices
             .iter()
             .map(|d| Self {
-                id: d.component_id,
+                id: d.component_id.into(),
                 kind: d.kind,
             })
             .collect()
@@ -127,10 +126,10 @@ impl Footprint {
 /// A stored task: one rack's share of one operation request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Task {
-    pub id: Uuid,
-    pub request_id: Uuid,
+    pub id: TaskId,
+    pub request_id: OperationRequestId,
     pub operation: Operation,
-    pub rack_id: Uuid,
+    pub rack_id: RackId,
     pub components: Vec<TaskComponent>,
     pub description: Option<String>,
     pub conflict_strategy: ConflictStrategy,
@@ -142,7 +141,7 @@ pub struct Task {
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
     /// The rule the request named, resolved when the task is dispatched.
-    pub requested_rule_id: Option<Uuid>,
+    pub requested_rule_id: Option<RuleId>,
     /// Who asked for it: `user:<sub>`, `token:<name>`, `schedule:<name>`, `anonymous`.
     pub created_by: Option<String>,
 }
@@ -160,9 +159,9 @@ impl Task {
 /// (`lifecycle` writes it; a step already finished is left alone).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepUpdate {
-    pub task_id: Uuid,
+    pub task_id: TaskId,
     pub stage: u32,
-    pub component_id: Uuid,
+    pub component_id: ComponentId,
     pub status: StepStatus,
     /// The attempt that reports (0 when the workflow reports for a step that never answered).
     pub attempts: u32,
@@ -217,7 +216,7 @@ pub struct StepEvent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepRecord {
     pub stage: u32,
-    pub component_id: Uuid,
+    pub component_id: ComponentId,
     pub kind: ComponentType,
     pub name: String,
     pub action: String,
@@ -239,7 +238,7 @@ mod tests {
             components: components
                 .iter()
                 .map(|(n, k)| TaskComponent {
-                    id: Uuid::from_bytes([*n; 16]),
+                    id: uuid::Uuid::from_bytes([*n; 16]).into(),
                     kind: *k,
                 })
                 .collect(),

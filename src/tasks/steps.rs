@@ -11,13 +11,14 @@ use super::model::{StepEvent, StepRecord, StepStatus, StepUpdate};
 use super::store::{MAX_MESSAGE, clip, corrupt};
 use crate::db::entities::{task_steps, tasks};
 use crate::error::{Error, Result};
+use crate::ids::TaskId;
 use crate::inventory::model::ComponentType;
 use crate::operations::plan::Plan;
 
 /// Records the plan a dispatched task runs and creates a pending step per device and stage.
 pub(in crate::tasks) async fn record_plan(
     db: &impl ConnectionTrait,
-    id: Uuid,
+    id: TaskId,
     plan: &Plan,
     now: DateTime<Utc>,
 ) -> Result<()> {
@@ -40,7 +41,7 @@ pub(in crate::tasks) async fn record_plan(
         .flat_map(|stage| {
             stage.devices.iter().map(move |d| task_steps::ActiveModel {
                 id: Set(Uuid::now_v7()),
-                task_id: Set(id),
+                task_id: Set(id.into()),
                 stage: Set(stage.number as i32),
                 component_id: Set(d.component_id),
                 component_type: Set(d.kind.as_str().to_string()),
@@ -125,7 +126,7 @@ pub(in crate::tasks) async fn update_step(
 /// Marks every unfinished step of a task cancelled (the task was cancelled or failed early).
 pub(in crate::tasks) async fn close_open_steps(
     db: &impl ConnectionTrait,
-    task_id: Uuid,
+    task_id: TaskId,
     status: StepStatus,
     now: DateTime<Utc>,
 ) -> Result<()> {
@@ -144,7 +145,7 @@ pub(in crate::tasks) async fn close_open_steps(
 }
 
 /// Every step of a task, by stage and component name.
-pub async fn steps(db: &impl ConnectionTrait, task_id: Uuid) -> Result<Vec<StepRecord>> {
+pub async fn steps(db: &impl ConnectionTrait, task_id: TaskId) -> Result<Vec<StepRecord>> {
     let rows = task_steps::Entity::find()
         .filter(task_steps::Column::TaskId.eq(task_id))
         .order_by_asc(task_steps::Column::Stage)
@@ -155,7 +156,7 @@ pub async fn steps(db: &impl ConnectionTrait, task_id: Uuid) -> Result<Vec<StepR
         .map(|row| {
             Ok(StepRecord {
                 stage: row.stage as u32,
-                component_id: row.component_id,
+                component_id: row.component_id.into(),
                 kind: ComponentType::parse(&row.component_type)
                     .ok_or_else(|| corrupt("step type", task_id, &row.component_type))?,
                 name: row.component_name,

@@ -8,11 +8,11 @@ use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
 };
-use uuid::Uuid;
 
 use super::model::{Task, TaskComponent, TaskStatus};
 use crate::db::entities::{racks, task_steps, tasks};
 use crate::error::{Error, Result};
+use crate::ids::{RackId, TaskId};
 use crate::operations::model::{ConflictStrategy, Operation};
 use crate::operations::plan::Plan;
 
@@ -24,7 +24,7 @@ pub(super) fn clip(message: &str) -> String {
     first.chars().take(MAX_MESSAGE).collect()
 }
 
-pub(super) fn corrupt(what: &str, id: Uuid, e: impl std::fmt::Display) -> Error {
+pub(super) fn corrupt(what: &str, id: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
     Error::Internal(format!("task {id}: stored {what} unreadable: {e}"))
 }
 
@@ -41,10 +41,10 @@ pub(crate) fn task_from_row(row: tasks::Model) -> Result<Task> {
         ConflictStrategy::Reject
     };
     Ok(Task {
-        id: row.id,
-        request_id: row.request_id,
+        id: row.id.into(),
+        request_id: row.request_id.into(),
         operation,
-        rack_id: row.rack_id,
+        rack_id: row.rack_id.into(),
         components,
         description: row.description,
         conflict_strategy,
@@ -55,7 +55,7 @@ pub(crate) fn task_from_row(row: tasks::Model) -> Result<Task> {
         updated_at: row.updated_at,
         started_at: row.started_at,
         finished_at: row.finished_at,
-        requested_rule_id: row.requested_rule_id,
+        requested_rule_id: row.requested_rule_id.map(Into::into),
         created_by: row.created_by,
     })
 }
@@ -64,8 +64,8 @@ pub(crate) fn task_from_row(row: tasks::Model) -> Result<Task> {
 pub(in crate::tasks) async fn insert(db: &impl ConnectionTrait, task: &Task) -> Result<()> {
     let row =
         tasks::ActiveModel {
-            id: Set(task.id),
-            request_id: Set(task.request_id),
+            id: Set(task.id.into()),
+            request_id: Set(task.request_id.into()),
             operation: Set(task.operation.code().to_string()),
             task_type: Set(serde_json::to_value(task.operation.task_type())
                 .ok()
@@ -74,7 +74,7 @@ pub(in crate::tasks) async fn insert(db: &impl ConnectionTrait, task: &Task) -> 
             spec: Set(serde_json::to_value(&task.operation)
                 .map_err(|e| Error::Internal(e.to_string()))?),
             description: Set(task.description.clone()),
-            rack_id: Set(task.rack_id),
+            rack_id: Set(task.rack_id.into()),
             components: Set(serde_json::to_value(&task.components)
                 .map_err(|e| Error::Internal(e.to_string()))?),
             status: Set(task.status.as_str().to_string()),
@@ -91,7 +91,7 @@ pub(in crate::tasks) async fn insert(db: &impl ConnectionTrait, task: &Task) -> 
             updated_at: Set(task.updated_at),
             started_at: Set(None),
             finished_at: Set(None),
-            requested_rule_id: Set(task.requested_rule_id),
+            requested_rule_id: Set(task.requested_rule_id.map(Into::into)),
             rule_id: Set(None),
             rule_version: Set(None),
             created_by: Set(task.created_by.clone()),
@@ -106,7 +106,7 @@ pub(in crate::tasks) async fn insert(db: &impl ConnectionTrait, task: &Task) -> 
 /// submission that could not start its runs leaves nothing behind.
 pub(in crate::tasks) async fn discard_unstarted(
     db: &impl ConnectionTrait,
-    ids: &[Uuid],
+    ids: &[TaskId],
 ) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
@@ -126,7 +126,7 @@ pub(in crate::tasks) async fn discard_unstarted(
     Ok(())
 }
 
-pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Task> {
+pub async fn get(db: &impl ConnectionTrait, id: TaskId) -> Result<Task> {
     let row = tasks::Entity::find_by_id(id)
         .one(db)
         .await?
@@ -135,7 +135,7 @@ pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<Task> {
 }
 
 /// The stored plan of a dispatched task.
-pub async fn plan(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<Plan>> {
+pub async fn plan(db: &impl ConnectionTrait, id: TaskId) -> Result<Option<Plan>> {
     let row = tasks::Entity::find_by_id(id)
         .one(db)
         .await?
@@ -148,7 +148,7 @@ pub async fn plan(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<Plan>> {
 /// Tasks of a rack in the given states, oldest first.
 pub async fn on_rack(
     db: &impl ConnectionTrait,
-    rack_id: Uuid,
+    rack_id: RackId,
     statuses: &[TaskStatus],
 ) -> Result<Vec<Task>> {
     let rows = tasks::Entity::find()
@@ -165,7 +165,7 @@ pub async fn on_rack(
 /// of racks (the console's active-task column).
 pub async fn on_racks(
     db: &impl ConnectionTrait,
-    rack_ids: &[Uuid],
+    rack_ids: &[RackId],
     statuses: &[TaskStatus],
 ) -> Result<Vec<Task>> {
     if rack_ids.is_empty() {
@@ -199,7 +199,7 @@ pub async fn with_status(
 /// Serializes writers on one rack for the rest of the transaction: a no-op update takes the
 /// rack's row lock on PostgreSQL and the write lock on SQLite, so two submissions cannot both
 /// pass the conflict check.
-pub async fn lock_rack(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<()> {
+pub async fn lock_rack(db: &impl ConnectionTrait, rack_id: RackId) -> Result<()> {
     racks::Entity::update_many()
         .col_expr(racks::Column::Revision, Expr::col(racks::Column::Revision))
         .filter(racks::Column::Id.eq(rack_id))
@@ -213,7 +213,7 @@ pub async fn lock_rack(db: &impl ConnectionTrait, rack_id: Uuid) -> Result<()> {
 /// Returns whether this call made the change.
 pub(in crate::tasks) async fn transition(
     db: &impl ConnectionTrait,
-    id: Uuid,
+    id: TaskId,
     from: &[TaskStatus],
     to: TaskStatus,
     message: &str,
@@ -248,7 +248,7 @@ pub(in crate::tasks) async fn transition(
 /// Records the workflow run a dispatched task runs as.
 pub(in crate::tasks) async fn record_run(
     db: &impl ConnectionTrait,
-    id: Uuid,
+    id: TaskId,
     run_id: &str,
     now: DateTime<Utc>,
 ) -> Result<()> {
@@ -264,7 +264,7 @@ pub(in crate::tasks) async fn record_run(
 /// Latest change to a task or any of its steps, for change feeds.
 pub async fn last_change(
     db: &impl ConnectionTrait,
-    task_id: Uuid,
+    task_id: TaskId,
 ) -> Result<Option<DateTime<Utc>>> {
     let task: Option<DateTime<Utc>> = tasks::Entity::find_by_id(task_id)
         .select_only()

@@ -80,7 +80,7 @@ pub async fn list(
     let found = crate::api::racks::list_racks(State(state.clone()), Query(q))
         .await?
         .0;
-    let ids: Vec<uuid::Uuid> = found.items.iter().map(|r| r.id).collect();
+    let ids: Vec<crate::ids::RackId> = found.items.iter().map(|r| r.id.into()).collect();
     let running = crate::tasks::store::on_racks(state.db(), &ids, &ACTIVE).await?;
     let active: Vec<Vec<Task>> = found
         .items
@@ -176,7 +176,7 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> UiResult {
     let id = uuid_param("id", &id)?;
-    let rack = crate::inventory::racks::get(state.db(), id, true).await?;
+    let rack = crate::inventory::racks::get(state.db(), id.into(), true).await?;
     let rack = RackDoc::from(rack);
     let drift_q = ListDriftQuery {
         rack: Some(id.to_string()),

@@ -326,6 +326,6 @@ pub async fn steer(
             .into());
         }
     };
-    state.rollouts().command(id, command).await?;
+    state.rollouts().command(id.into(), command).await?;
     Ok(Redirect::to(&format!("/ui/rollouts/{id}")).into_response())
 }

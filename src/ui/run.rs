@@ -132,7 +132,7 @@ pub async fn form(
     let mut names = Vec::new();
     for id in &form.racks {
         names.push(
-            crate::inventory::racks::get(state.db(), *id, false)
+            crate::inventory::racks::get(state.db(), (*id).into(), false)
                 .await?
                 .name,
         );

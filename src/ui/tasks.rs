@@ -162,7 +162,7 @@ pub async fn live(
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, page::UiError> {
     let id = uuid_param("id", &id)?;
-    crate::tasks::store::get(state.db(), id).await?;
+    crate::tasks::store::get(state.db(), id.into()).await?;
     let cancel = viewer.may(Action::CancelTask).then_some(csrf);
     let stream = changes(state, id).flat_map(move |change| {
         let body = |doc: &TaskDoc| task_body(doc, cancel.as_ref()).into_string();
@@ -194,6 +194,6 @@ pub async fn cancel(
 ) -> UiResult {
     viewer.require(Action::CancelTask)?;
     let id = uuid_param("id", &id)?;
-    state.tasks().cancel(id).await?;
+    state.tasks().cancel(id.into()).await?;
     Ok(Redirect::to(&format!("/ui/tasks/{id}")).into_response())
 }

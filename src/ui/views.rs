@@ -141,10 +141,10 @@ pub async fn schedule_action(
     let id = uuid_param("id", &id)?;
     let service = ScheduleService::new(state.db().clone(), state.task_service(), state.clock());
     match action.as_str() {
-        "pause" => drop(service.pause(id).await?),
-        "resume" => drop(service.resume(id).await?),
+        "pause" => drop(service.pause(id.into()).await?),
+        "resume" => drop(service.resume(id.into()).await?),
         "trigger" => {
-            let run = service.trigger(id).await?;
+            let run = service.trigger(id.into()).await?;
             if let Some(task) = run.task_ids().first() {
                 return Ok(Redirect::to(&format!("/ui/tasks/{task}")).into_response());
             }
@@ -224,7 +224,9 @@ pub async fn rule(
     Path(id): Path<String>,
 ) -> UiResult {
     let id = uuid_param("id", &id)?;
-    let rule: RuleDoc = crate::rules::store::get(state.db(), id).await?.into();
+    let rule: RuleDoc = crate::rules::store::get(state.db(), id.into())
+        .await?
+        .into();
     let body = html! {
         h1 { "Rule " (rule.name) }
         p { (rule.operation) " " @if rule.is_default { (badge("default")) } }

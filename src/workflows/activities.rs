@@ -109,7 +109,7 @@ impl RackActivities {
         task_id: Uuid,
     ) -> Result<bool, ActivityError> {
         self.tasks
-            .mark_running(task_id)
+            .mark_running(task_id.into())
             .await
             .map_err(activity_error)
     }
@@ -127,9 +127,9 @@ impl RackActivities {
         // Every step change goes to the task lifecycle as one typed update.
         let record = |status: StepStatus, error: Option<String>, event: String| {
             let update = StepUpdate {
-                task_id: task,
+                task_id: task.into(),
                 stage,
-                component_id: component,
+                component_id: component.into(),
                 status,
                 attempts: attempt,
                 error,
@@ -227,9 +227,9 @@ impl RackActivities {
         let note = format!("failed: {}", input.error);
         self.tasks
             .record_step(&StepUpdate {
-                task_id: input.task_id,
+                task_id: input.task_id.into(),
                 stage: input.stage,
-                component_id: input.component_id,
+                component_id: input.component_id.into(),
                 status: StepStatus::Failed,
                 attempts: 0,
                 error: Some(input.error.clone()),
@@ -247,7 +247,7 @@ impl RackActivities {
         input: FinishInput,
     ) -> Result<(), ActivityError> {
         self.tasks
-            .finish(input.task_id, input.status, &input.message)
+            .finish(input.task_id.into(), input.status, &input.message)
             .await
             .map_err(activity_error)
     }

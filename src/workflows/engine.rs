@@ -12,10 +12,10 @@ use temporalio_client::{
     WorkflowStartOptions,
 };
 use temporalio_common::protos::temporal::api::workflowservice::v1::DescribeNamespaceRequest;
-use uuid::Uuid;
 
 use super::rack_operation::{RackOperationInput, RackOperationWorkflow};
 use super::status;
+use crate::ids::TaskId;
 use crate::operations::plan::Plan;
 use crate::tasks::{EngineError, RunState, WorkflowEngine};
 
@@ -63,12 +63,12 @@ fn failed(call: &str, error: EngineError) -> EngineError {
 impl WorkflowEngine for TemporalEngine {
     async fn start(
         &self,
-        task_id: Uuid,
+        task_id: TaskId,
         plan: &Plan,
         timeout: Duration,
     ) -> Result<String, EngineError> {
         let input = RackOperationInput {
-            task_id,
+            task_id: task_id.into(),
             plan: plan.clone(),
         };
         let options = WorkflowStartOptions::new(self.task_queue.clone(), task_id.to_string())
@@ -99,7 +99,7 @@ impl WorkflowEngine for TemporalEngine {
         }
     }
 
-    async fn cancel(&self, task_id: Uuid, reason: &str) -> Result<(), EngineError> {
+    async fn cancel(&self, task_id: TaskId, reason: &str) -> Result<(), EngineError> {
         let handle = self
             .client
             .get_workflow_handle::<RackOperationWorkflow>(task_id.to_string());
@@ -146,7 +146,7 @@ impl WorkflowEngine for TemporalEngine {
         Some(std::sync::Arc::new(self.clone()))
     }
 
-    async fn state(&self, task_id: Uuid) -> Result<Option<RunState>, EngineError> {
+    async fn state(&self, task_id: TaskId) -> Result<Option<RunState>, EngineError> {
         let handle = self
             .client
             .get_workflow_handle::<RackOperationWorkflow>(task_id.to_string());

@@ -9,10 +9,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use temporalio_client::Client;
 use tokio::sync::watch;
-use uuid::Uuid;
 
 use super::engine::TemporalEngine;
 use super::worker;
+use crate::ids::{RolloutId, TaskId};
 use crate::operations::plan::Plan;
 use crate::tasks::{EngineError, RunState, WorkflowEngine};
 
@@ -165,13 +165,13 @@ impl LinkedEngine {
 
 #[async_trait]
 impl crate::rollouts::RolloutEngine for LinkedEngine {
-    async fn start(&self, rollout_id: Uuid) -> Result<(), EngineError> {
+    async fn start(&self, rollout_id: RolloutId) -> Result<(), EngineError> {
         crate::rollouts::RolloutEngine::start(&self.engine()?, rollout_id).await
     }
 
     async fn signal(
         &self,
-        rollout_id: Uuid,
+        rollout_id: RolloutId,
         command: crate::rollouts::Command,
     ) -> Result<(), EngineError> {
         crate::rollouts::RolloutEngine::signal(&self.engine()?, rollout_id, command).await
@@ -182,7 +182,7 @@ impl crate::rollouts::RolloutEngine for LinkedEngine {
 impl WorkflowEngine for LinkedEngine {
     async fn start(
         &self,
-        task_id: Uuid,
+        task_id: TaskId,
         plan: &Plan,
         timeout: Duration,
     ) -> Result<String, EngineError> {
@@ -195,11 +195,11 @@ impl WorkflowEngine for LinkedEngine {
         Some(Arc::new(self.clone()))
     }
 
-    async fn cancel(&self, task_id: Uuid, reason: &str) -> Result<(), EngineError> {
+    async fn cancel(&self, task_id: TaskId, reason: &str) -> Result<(), EngineError> {
         self.engine()?.cancel(task_id, reason).await
     }
 
-    async fn state(&self, task_id: Uuid) -> Result<Option<RunState>, EngineError> {
+    async fn state(&self, task_id: TaskId) -> Result<Option<RunState>, EngineError> {
         self.engine()?.state(task_id).await
     }
 

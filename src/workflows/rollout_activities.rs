@@ -69,7 +69,7 @@ impl RolloutActivities {
         rollout_id: Uuid,
     ) -> Result<RunPlan, ActivityError> {
         self.rollouts
-            .begin(rollout_id)
+            .begin(rollout_id.into())
             .await
             .map_err(activity_error)
     }
@@ -83,7 +83,7 @@ impl RolloutActivities {
     ) -> Result<(), ActivityError> {
         self.rollouts
             .set_status(
-                input.rollout_id,
+                input.rollout_id.into(),
                 input.status,
                 input.wave,
                 &input.message,
@@ -101,7 +101,7 @@ impl RolloutActivities {
         input: WaveInput,
     ) -> Result<WaveProgress, ActivityError> {
         self.rollouts
-            .advance(input.rollout_id, input.wave, input.submit)
+            .advance(input.rollout_id.into(), input.wave, input.submit)
             .await
             .map_err(activity_error)
     }
@@ -114,7 +114,7 @@ impl RolloutActivities {
         input: WaveInput,
     ) -> Result<u32, ActivityError> {
         self.rollouts
-            .verify(input.rollout_id, input.wave, &self.observer)
+            .verify(input.rollout_id.into(), input.wave, &self.observer)
             .await
             .map_err(activity_error)
     }
@@ -127,7 +127,7 @@ impl RolloutActivities {
         input: WaveInput,
     ) -> Result<WaveProgress, ActivityError> {
         self.rollouts
-            .end_wave(input.rollout_id, input.wave)
+            .end_wave(input.rollout_id.into(), input.wave)
             .await
             .map_err(activity_error)
     }
@@ -140,7 +140,7 @@ impl RolloutActivities {
         input: StatusInput,
     ) -> Result<(), ActivityError> {
         self.rollouts
-            .end(input.rollout_id, input.status, &input.message)
+            .end(input.rollout_id.into(), input.status, &input.message)
             .await
             .map_err(activity_error)
     }
@@ -153,7 +153,7 @@ impl RolloutActivities {
         rollout_id: Uuid,
     ) -> Result<u32, ActivityError> {
         self.rollouts
-            .cancel_active(rollout_id)
+            .cancel_active(rollout_id.into())
             .await
             .map_err(activity_error)
     }

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::TemporalEngine;
 use super::rollout::{RolloutInput, RolloutWorkflow};
+use crate::ids::RolloutId;
 use crate::rollouts::RolloutEngine;
 use crate::rollouts::model::Command;
 use crate::tasks::EngineError;
@@ -19,9 +20,9 @@ pub fn workflow_id(rollout_id: Uuid) -> String {
 
 #[async_trait]
 impl RolloutEngine for TemporalEngine {
-    async fn start(&self, rollout_id: Uuid) -> Result<(), EngineError> {
+    async fn start(&self, rollout_id: RolloutId) -> Result<(), EngineError> {
         let input = RolloutInput {
-            rollout_id,
+            rollout_id: rollout_id.into(),
             wave: 0,
             wave_started: false,
             approved: false,
@@ -29,7 +30,8 @@ impl RolloutEngine for TemporalEngine {
         };
         // No execution timeout: a rollout waits for windows and approvals as long as it must.
         let options =
-            WorkflowStartOptions::new(self.task_queue.clone(), workflow_id(rollout_id)).build();
+            WorkflowStartOptions::new(self.task_queue.clone(), workflow_id(rollout_id.into()))
+                .build();
         match tokio::time::timeout(
             self.call_timeout,
             self.client
@@ -46,10 +48,10 @@ impl RolloutEngine for TemporalEngine {
         }
     }
 
-    async fn signal(&self, rollout_id: Uuid, command: Command) -> Result<(), EngineError> {
+    async fn signal(&self, rollout_id: RolloutId, command: Command) -> Result<(), EngineError> {
         let handle = self
             .client
-            .get_workflow_handle::<RolloutWorkflow>(workflow_id(rollout_id));
+            .get_workflow_handle::<RolloutWorkflow>(workflow_id(rollout_id.into()));
         match tokio::time::timeout(
             self.call_timeout,
             handle.signal(

@@ -78,7 +78,7 @@ impl ComponentInput {
             .map(|(i, b)| b.to_domain(&at(&format!("bmcs[{i}]")), v))
             .collect();
         Some(NewComponent {
-            rack_id: self.rack_id,
+            rack_id: self.rack_id.map(Into::into),
             kind: self.kind.into(),
             name,
             manufacturer,
@@ -144,8 +144,8 @@ pub struct ComponentDoc {
 impl From<Component> for ComponentDoc {
     fn from(c: Component) -> Self {
         Self {
-            id: c.id,
-            rack_id: c.rack_id,
+            id: c.id.into(),
+            rack_id: c.rack_id.map(Into::into),
             kind: c.kind.into(),
             name: c.name,
             manufacturer: c.manufacturer,
@@ -276,7 +276,7 @@ impl ComponentPatchInput {
             slot_id: position.slot_id,
             tray_idx: position.tray_idx,
             host_id: position.host_id,
-            rack_id: self.rack_id,
+            rack_id: self.rack_id.map(|r| r.map(Into::into)),
             bmcs: bmcs.into_iter().flatten().collect(),
         })
     }

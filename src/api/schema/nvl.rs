@@ -28,7 +28,7 @@ pub struct NvlDomainDoc {
 impl From<NvlDomain> for NvlDomainDoc {
     fn from(d: NvlDomain) -> Self {
         Self {
-            id: d.id,
+            id: d.id.into(),
             name: d.name,
             created_at: d.created_at,
         }

@@ -185,7 +185,7 @@ pub fn build_spec(
         queue_timeout_secs: common
             .queue_timeout_seconds
             .unwrap_or(DEFAULT_QUEUE_TIMEOUT_SECS),
-        rule_id: common.rule_id,
+        rule_id: common.rule_id.map(Into::into),
     };
     match spec.validate() {
         Err(Error::Invalid(errors)) => {
@@ -386,13 +386,13 @@ pub struct SubmissionDoc {
 impl From<Submission> for SubmissionDoc {
     fn from(s: Submission) -> Self {
         Self {
-            request_id: s.request_id,
-            task_ids: s.task_ids,
+            request_id: s.request_id.into(),
+            task_ids: s.task_ids.into_iter().map(Into::into).collect(),
             rejected: s
                 .rejected
                 .into_iter()
                 .map(|r| RejectionDoc {
-                    rack_id: r.rack_id,
+                    rack_id: r.rack_id.into(),
                     rack_name: r.rack_name,
                     code: r.code.as_str().into(),
                     reason: r.reason,

@@ -146,14 +146,14 @@ pub struct RackDoc {
 impl From<Rack> for RackDoc {
     fn from(r: Rack) -> Self {
         Self {
-            id: r.id,
+            id: r.id.into(),
             name: r.name,
             manufacturer: r.manufacturer,
             serial_number: r.serial_number,
             model: r.model,
             description: r.description,
             location: r.location.into(),
-            nvl_domain_id: r.nvl_domain_id,
+            nvl_domain_id: r.nvl_domain_id.map(Into::into),
             revision: r.revision,
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -271,7 +271,7 @@ impl From<PatchReport> for PatchReportDoc {
                 .components
                 .into_iter()
                 .map(|c| ComponentChangeDoc {
-                    component_id: c.component_id,
+                    component_id: c.component_id.into(),
                     manufacturer: c.manufacturer,
                     serial_number: c.serial_number,
                     result: c.change.as_str().into(),

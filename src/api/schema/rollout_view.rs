@@ -162,7 +162,7 @@ fn strategy_doc(r: &Rollout) -> StrategyDoc {
 
 impl RolloutDoc {
     /// The rollout with its tasks' live statuses.
-    pub fn new(r: Rollout, statuses: &HashMap<Uuid, TaskStatus>) -> Self {
+    pub fn new(r: Rollout, statuses: &HashMap<crate::ids::TaskId, TaskStatus>) -> Self {
         let counts = Counts::of(r.racks(), statuses);
         let budget = r.spec.strategy.failure_budget;
         let total = counts.total.max(1);
@@ -178,10 +178,10 @@ impl RolloutDoc {
                     .racks
                     .iter()
                     .map(|rack| WaveRackDoc {
-                        rack_id: rack.rack_id,
+                        rack_id: rack.rack_id.into(),
                         rack_name: rack.rack_name.clone(),
                         outcome: snake::<RackOutcome>(&outcome(rack, statuses)),
-                        task_id: rack.task_id,
+                        task_id: rack.task_id.map(Into::into),
                         task_status: rack
                             .task_id
                             .and_then(|t| statuses.get(&t))
@@ -208,7 +208,7 @@ impl RolloutDoc {
             ),
         };
         Self {
-            id: r.id,
+            id: r.id.into(),
             name: r.spec.name.clone(),
             status: r.status.as_str().to_string(),
             message: r.message.clone(),
@@ -294,7 +294,7 @@ impl RolloutPlanDoc {
                     racks: racks
                         .into_iter()
                         .map(|r| PlannedRackDoc {
-                            rack_id: r.rack_id,
+                            rack_id: r.rack_id.into(),
                             rack_name: r.rack_name,
                             outcome: r.outcome,
                             reason: r.reason,

@@ -111,7 +111,7 @@ pub struct RuleDoc {
 impl From<Rule> for RuleDoc {
     fn from(r: Rule) -> Self {
         Self {
-            id: r.id,
+            id: r.id.map(Into::into),
             name: r.name,
             description: r.description,
             operation: r.operation.to_string(),
@@ -182,9 +182,9 @@ pub struct AssociationDoc {
 impl From<Association> for AssociationDoc {
     fn from(a: Association) -> Self {
         Self {
-            rack_id: a.rack_id,
+            rack_id: a.rack_id.into(),
             operation: a.operation.to_string(),
-            rule_id: a.rule_id,
+            rule_id: a.rule_id.into(),
             created_at: a.created_at,
             updated_at: a.updated_at,
         }
@@ -209,7 +209,7 @@ pub struct AppliedRuleDoc {
 impl From<AppliedRule> for AppliedRuleDoc {
     fn from(a: AppliedRule) -> Self {
         Self {
-            id: a.id,
+            id: a.id.map(Into::into),
             name: a.name,
             version: a.version,
             source: match a.source {
@@ -323,7 +323,7 @@ impl From<RackPreview> for RackPlanDoc {
             None => (None, Vec::new(), 0.0, 0.0),
         };
         Self {
-            rack_id: p.rack_id,
+            rack_id: p.rack_id.into(),
             rack_name: p.rack_name,
             reason: p.outcome.refusal().map(|r| r.code.as_str().into()),
             outcome: p.outcome.as_str().into(),
@@ -332,7 +332,7 @@ impl From<RackPreview> for RackPlanDoc {
                 .conflicts
                 .into_iter()
                 .map(|b| BlockerDoc {
-                    task_id: b.task_id,
+                    task_id: b.task_id.into(),
                     operation: b.operation.to_string(),
                     status: b.status.as_str().into(),
                 })

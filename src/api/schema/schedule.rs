@@ -184,7 +184,7 @@ impl ScheduledOperationDoc {
             queue_timeout_secs: self
                 .queue_timeout_seconds
                 .unwrap_or(DEFAULT_QUEUE_TIMEOUT_SECS),
-            rule_id: self.rule_id,
+            rule_id: self.rule_id.map(Into::into),
         }
     }
 }

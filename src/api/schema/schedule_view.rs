@@ -42,7 +42,7 @@ impl From<&OperationTemplate> for OperationTemplateDoc {
             sub_targets: Vec::new(),
             start_time: None,
             end_time: None,
-            rule_id: t.rule_id,
+            rule_id: t.rule_id.map(Into::into),
             queue_timeout_seconds: t.queue_timeout_secs,
         };
         match &t.operation {
@@ -104,7 +104,7 @@ pub struct ScheduleDoc {
 impl ScheduleDoc {
     pub fn new(s: Schedule, last_run: Option<Run>) -> Self {
         Self {
-            id: s.id,
+            id: s.id.into(),
             spec: TimerSpecDoc {
                 kind: match s.timer.kind {
                     SpecKind::Interval => SpecKindDoc::Interval,
@@ -150,10 +150,10 @@ impl From<Scope> for ScopeDoc {
     fn from(s: Scope) -> Self {
         Self {
             id: s.id,
-            schedule_id: s.schedule_id,
-            rack_id: s.rack_id,
+            schedule_id: s.schedule_id.into(),
+            rack_id: s.rack_id.into(),
             component_types: s.component_types.into_iter().map(Into::into).collect(),
-            last_task_id: s.last_task_id,
+            last_task_id: s.last_task_id.map(Into::into),
             created_at: s.created_at,
         }
     }
@@ -203,9 +203,9 @@ pub struct RunDoc {
 impl From<Run> for RunDoc {
     fn from(r: Run) -> Self {
         Self {
-            task_ids: r.task_ids(),
+            task_ids: r.task_ids().into_iter().map(Into::into).collect(),
             id: r.id,
-            schedule_id: r.schedule_id,
+            schedule_id: r.schedule_id.into(),
             trigger: match r.trigger {
                 RunTrigger::Schedule => "schedule",
                 RunTrigger::Manual => "manual",
@@ -225,9 +225,9 @@ impl From<Run> for RunDoc {
                         RackOutcome::Failed { error } => ("failed", None, Some(error)),
                     };
                     RackRunDoc {
-                        rack_id: x.rack_id,
+                        rack_id: x.rack_id.into(),
                         outcome: outcome.into(),
-                        task_id,
+                        task_id: task_id.map(Into::into),
                         reason,
                     }
                 })
@@ -259,7 +259,7 @@ impl From<ScheduleConflict> for ScheduleConflictDoc {
     fn from(c: ScheduleConflict) -> Self {
         Self {
             schedule: c.schedule.into(),
-            rack_ids: c.rack_ids,
+            rack_ids: c.rack_ids.into_iter().map(Into::into).collect(),
         }
     }
 }

@@ -60,7 +60,7 @@ pub struct ComponentStepDoc {
 impl From<StepRecord> for ComponentStepDoc {
     fn from(s: StepRecord) -> Self {
         Self {
-            component_id: s.component_id,
+            component_id: s.component_id.into(),
             name: s.name,
             kind: s.kind.into(),
             status: s.status.as_str().into(),
@@ -167,11 +167,11 @@ pub struct TaskDoc {
 impl TaskDoc {
     pub fn new(task: Task, stages: Option<Vec<StageReport>>) -> Self {
         Self {
-            id: task.id,
-            request_id: task.request_id,
+            id: task.id.into(),
+            request_id: task.request_id.into(),
             operation: task.operation.code().to_string(),
-            rack_id: task.rack_id,
-            component_ids: task.components.iter().map(|c| c.id).collect(),
+            rack_id: task.rack_id.into(),
+            component_ids: task.components.iter().map(|c| c.id.into()).collect(),
             description: task.description,
             status: task.status.into(),
             message: task.message,
@@ -180,7 +180,7 @@ impl TaskDoc {
             updated_at: task.updated_at,
             started_at: task.started_at,
             finished_at: task.finished_at,
-            requested_rule_id: task.requested_rule_id,
+            requested_rule_id: task.requested_rule_id.map(Into::into),
             created_by: task.created_by,
             rule: None,
             stages: stages.map(|s| s.into_iter().map(Into::into).collect()),

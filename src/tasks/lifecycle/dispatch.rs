@@ -4,9 +4,8 @@
 
 use std::collections::HashSet;
 
-use uuid::Uuid;
-
 use crate::error::{Error, Result};
+use crate::ids::ComponentId;
 use crate::inventory::targets as resolve;
 use crate::operations::plan::{self, Plan};
 use crate::tasks::engine::EngineError;
@@ -30,7 +29,7 @@ impl TaskService {
     /// its components as they are now. `None` when it cannot be planned (the named rule was
     /// deleted while it waited): the task is failed then, never left pending.
     async fn replan(&self, task: &Task) -> Result<Option<Plan>> {
-        let ids: HashSet<Uuid> = task.components.iter().map(|c| c.id).collect();
+        let ids: HashSet<ComponentId> = task.components.iter().map(|c| c.id).collect();
         let devices = resolve::devices_of(&self.db, task.rack_id, None, &ids).await?;
         let resolved = crate::rules::resolve::resolve(
             &self.db,

@@ -13,12 +13,12 @@ mod reconcile;
 
 use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
-use uuid::Uuid;
 
 use super::engine::engine_error;
 use super::model::{StepStatus, Task, TaskStatus};
 use super::{TaskService, store};
 use crate::error::{Code, Error, Result};
+use crate::ids::TaskId;
 
 pub use super::model::StepUpdate;
 
@@ -35,7 +35,7 @@ fn record_end(task: &Task, status: TaskStatus, now: DateTime<Utc>) {
 
 impl TaskService {
     /// Cancels a task: a queued one at once; a pending or running one by stopping its run.
-    pub async fn cancel(&self, id: Uuid) -> Result<Task> {
+    pub async fn cancel(&self, id: TaskId) -> Result<Task> {
         let task = store::get(&self.db, id).await?;
         match task.status {
             TaskStatus::Cancelled => return Ok(task),
@@ -95,7 +95,7 @@ impl TaskService {
     }
 
     /// Deletes tasks of a submission whose runs never started (see `submission::withdraw`).
-    pub(in crate::tasks) async fn discard_unstarted(&self, ids: &[Uuid]) -> Result<()> {
+    pub(in crate::tasks) async fn discard_unstarted(&self, ids: &[TaskId]) -> Result<()> {
         store::discard_unstarted(&self.db, ids).await
     }
 
@@ -105,7 +105,7 @@ impl TaskService {
     }
 
     /// The run started working: pending -> running.
-    pub async fn mark_running(&self, id: Uuid) -> Result<bool> {
+    pub async fn mark_running(&self, id: TaskId) -> Result<bool> {
         store::transition(
             &self.db,
             id,
@@ -119,7 +119,7 @@ impl TaskService {
 
     /// The run ended: records the outcome (unless the task already ended, e.g. cancelled), closes
     /// steps that never ran, and lets the rack's queue move.
-    pub async fn finish(&self, id: Uuid, status: TaskStatus, message: &str) -> Result<()> {
+    pub async fn finish(&self, id: TaskId, status: TaskStatus, message: &str) -> Result<()> {
         let now = self.clock.now();
         let changed = store::transition(
             &self.db,

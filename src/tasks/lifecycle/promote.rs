@@ -1,17 +1,16 @@
 //! Moving a rack's queue: waiting tasks start in arrival order (strict FIFO) as the rack frees
 //! up; expired ones are cancelled.
 
-use uuid::Uuid;
-
 use super::record_end;
 use crate::error::Result;
+use crate::ids::RackId;
 use crate::tasks::model::TaskStatus;
 use crate::tasks::{TaskService, store};
 
 impl TaskService {
     /// Starts queued tasks of a rack in arrival order while they do not conflict with what runs;
     /// expired ones are cancelled. Stops at the first one that must keep waiting (strict FIFO).
-    pub async fn promote(&self, rack_id: Uuid) -> Result<()> {
+    pub async fn promote(&self, rack_id: RackId) -> Result<()> {
         let now = self.clock.now();
         let txn = crate::db::begin_write(&self.db).await?;
         store::lock_rack(&txn, rack_id).await?;

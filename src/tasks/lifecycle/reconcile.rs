@@ -4,10 +4,10 @@
 use std::collections::HashSet;
 
 use chrono::Duration;
-use uuid::Uuid;
 
 use crate::db::lease;
 use crate::error::Result;
+use crate::ids::RackId;
 use crate::tasks::engine::{RunState, engine_error};
 use crate::tasks::model::TaskStatus;
 use crate::tasks::{TaskService, store};
@@ -73,7 +73,7 @@ impl TaskService {
                 fixed += 1;
             }
         }
-        let racks: HashSet<Uuid> = store::with_status(&self.db, &[TaskStatus::Waiting], 1000)
+        let racks: HashSet<RackId> = store::with_status(&self.db, &[TaskStatus::Waiting], 1000)
             .await?
             .into_iter()
             .map(|t| t.rack_id)

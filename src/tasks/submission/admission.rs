@@ -6,9 +6,8 @@
 //! (or, with `reject`, is refused as `rack_busy`), even when nothing running blocks it. One that
 //! conflicts with nothing starts at once. Promotion then starts waiting tasks in arrival order.
 
-use uuid::Uuid;
-
 use super::planner::{Refusal, RefusalCode};
+use crate::ids::TaskId;
 use crate::operations::model::{ConflictStrategy, MAX_WAITING_PER_RACK};
 use crate::tasks::model::{Footprint, Task, TaskStatus};
 
@@ -18,7 +17,7 @@ pub enum Outcome {
     Start,
     /// Waits behind this task (the oldest active one it conflicts with).
     Queue {
-        behind: Uuid,
+        behind: TaskId,
     },
     Reject(Refusal),
 }
@@ -96,6 +95,7 @@ pub const ACTIVE: [TaskStatus; 3] = [
 #[cfg(test)]
 mod tests {
     use chrono::Utc;
+    use uuid::Uuid;
 
     use super::*;
     use crate::inventory::model::ComponentType;
@@ -105,7 +105,7 @@ mod tests {
     fn trays(ns: &[u8]) -> Vec<TaskComponent> {
         ns.iter()
             .map(|n| TaskComponent {
-                id: Uuid::from_bytes([*n; 16]),
+                id: Uuid::from_bytes([*n; 16]).into(),
                 kind: ComponentType::Compute,
             })
             .collect()
@@ -114,10 +114,10 @@ mod tests {
     fn task(n: u8, status: TaskStatus, on: &[u8]) -> Task {
         let now = Utc::now();
         Task {
-            id: Uuid::from_bytes([100 + n; 16]),
-            request_id: Uuid::nil(),
+            id: Uuid::from_bytes([100 + n; 16]).into(),
+            request_id: Uuid::nil().into(),
             operation: Operation::PowerOn,
-            rack_id: Uuid::nil(),
+            rack_id: Uuid::nil().into(),
             components: trays(on),
             description: None,
             conflict_strategy: ConflictStrategy::Queue,

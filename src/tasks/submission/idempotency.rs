@@ -3,11 +3,11 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
-use uuid::Uuid;
 
 use super::Submission;
 use crate::db::entities::operation_requests;
 use crate::error::{Code, Error, Result};
+use crate::ids::OperationRequestId;
 
 /// Claims `key` for this request. Returns the earlier answer when the same request was already
 /// made; a different request under the same key, or one still being processed, is refused.
@@ -15,11 +15,11 @@ pub async fn claim(
     db: &impl ConnectionTrait,
     key: &str,
     fingerprint: &str,
-    request_id: Uuid,
+    request_id: OperationRequestId,
     now: DateTime<Utc>,
 ) -> Result<Option<Submission>> {
     let row = operation_requests::ActiveModel {
-        id: Set(request_id),
+        id: Set(request_id.into()),
         idempotency_key: Set(Some(key.to_string())),
         fingerprint: Set(fingerprint.to_string()),
         response: Set(serde_json::Value::Null),

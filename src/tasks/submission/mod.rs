@@ -17,10 +17,10 @@ mod withdraw;
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use self::admission::ACTIVE;
 use crate::error::Result;
+use crate::ids::{OperationRequestId, RackId, TaskId};
 use crate::inventory::targets::{self as resolve, RackWork};
 use crate::operations::model::OperationSpec;
 use crate::operations::plan::Plan;
@@ -35,7 +35,7 @@ pub use preview::RackPreview;
 /// Why one rack got no task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rejection {
-    pub rack_id: Uuid,
+    pub rack_id: RackId,
     pub rack_name: String,
     pub code: RefusalCode,
     pub reason: String,
@@ -44,8 +44,8 @@ pub struct Rejection {
 /// What a submission created.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Submission {
-    pub request_id: Uuid,
-    pub task_ids: Vec<Uuid>,
+    pub request_id: OperationRequestId,
+    pub task_ids: Vec<TaskId>,
     pub rejected: Vec<Rejection>,
 }
 
@@ -71,7 +71,7 @@ impl TaskService {
         preview::check(&self.db, spec).await?;
         let fingerprint = serde_json::to_string(spec)
             .map_err(|e| crate::error::Error::Internal(e.to_string()))?;
-        let request_id = Uuid::now_v7();
+        let request_id = OperationRequestId::new();
         if let Some(key) = idempotency_key
             && let Some(previous) =
                 idempotency::claim(&self.db, key, &fingerprint, request_id, self.clock.now())
@@ -90,7 +90,11 @@ impl TaskService {
         outcome
     }
 
-    async fn submit_new(&self, spec: &OperationSpec, request_id: Uuid) -> Result<Submission> {
+    async fn submit_new(
+        &self,
+        spec: &OperationSpec,
+        request_id: OperationRequestId,
+    ) -> Result<Submission> {
         let work = resolve::resolve(&self.db, &spec.targets).await?;
         // Refuse before writing anything when the engine is known to be down: a task that
         // cannot start must never be created (and answered 202). Bad targets still hear 4xx.
@@ -150,7 +154,7 @@ impl TaskService {
     async fn create_task(
         &self,
         spec: &OperationSpec,
-        request_id: Uuid,
+        request_id: OperationRequestId,
         rack: &RackWork,
     ) -> Result<std::result::Result<Created, Rejection>> {
         let rule = planner::rule_for(&self.db, spec, rack).await?;
@@ -177,7 +181,7 @@ impl TaskService {
             }
         };
         let task = Task {
-            id: Uuid::now_v7(),
+            id: TaskId::new(),
             request_id,
             operation: spec.operation.clone(),
             rack_id: rack.rack_id,

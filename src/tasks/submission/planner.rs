@@ -9,12 +9,12 @@
 
 use sea_orm::ConnectionTrait;
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use super::admission::{self, Outcome};
 use super::capability;
 use crate::components::registry::Registry;
 use crate::error::{Code, Result};
+use crate::ids::{RackId, TaskId};
 use crate::inventory::targets::RackWork;
 use crate::operations::code::OperationCode;
 use crate::operations::model::OperationSpec;
@@ -77,7 +77,7 @@ pub struct Refusal {
 /// A task that blocks (or queues) a rack's new task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Blocker {
-    pub task_id: Uuid,
+    pub task_id: TaskId,
     pub operation: OperationCode,
     pub status: TaskStatus,
 }
@@ -85,7 +85,7 @@ pub struct Blocker {
 /// What a submission does on one rack.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
-    pub rack_id: Uuid,
+    pub rack_id: RackId,
     pub rack_name: String,
     pub outcome: Outcome,
     /// The active tasks the new one conflicts with, oldest first.

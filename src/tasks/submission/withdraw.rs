@@ -1,9 +1,8 @@
 //! A submission whose runs could not all start: what is withdrawn and what the caller hears.
 
-use uuid::Uuid;
-
 use super::{Created, RefusalCode, Rejection, Submission};
 use crate::error::Result;
+use crate::ids::TaskId;
 use crate::tasks::TaskService;
 use crate::tasks::engine::{EngineError, engine_error};
 use crate::tasks::model::TaskStatus;
@@ -17,9 +16,9 @@ impl TaskService {
         &self,
         submission: &mut Submission,
         created: &[Created],
-        unreachable: &[(Uuid, String)],
+        unreachable: &[(TaskId, String)],
     ) -> Result<()> {
-        let missed = |id: Uuid| unreachable.iter().any(|(u, _)| *u == id);
+        let missed = |id: TaskId| unreachable.iter().any(|(u, _)| *u == id);
         let started = created
             .iter()
             .any(|c| c.task.status == TaskStatus::Pending && !missed(c.task.id));
@@ -27,7 +26,7 @@ impl TaskService {
             .iter()
             .filter(|c| !started || missed(c.task.id))
             .collect();
-        let ids: Vec<Uuid> = withdrawn.iter().map(|c| c.task.id).collect();
+        let ids: Vec<TaskId> = withdrawn.iter().map(|c| c.task.id).collect();
         self.discard_unstarted(&ids).await?;
         let reason = unreachable
             .first()

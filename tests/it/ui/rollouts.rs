@@ -19,7 +19,7 @@ on_both_backends!(
 
 fn rack(name: &str, state: RackState) -> WaveRack {
     WaveRack {
-        rack_id: Uuid::new_v4(),
+        rack_id: Uuid::new_v4().into(),
         rack_name: name.into(),
         state,
         task_id: None,
@@ -40,7 +40,7 @@ pub async fn stored(app: &TestApp, name: &str, status: RolloutStatus) -> Uuid {
     let now = Utc::now();
     let ended = status.is_terminal();
     let rollout = Rollout {
-        id: Uuid::now_v7(),
+        id: Uuid::now_v7().into(),
         spec: request.to_domain().unwrap(),
         status,
         waves: vec![
@@ -94,7 +94,7 @@ pub async fn stored(app: &TestApp, name: &str, status: RolloutStatus) -> Uuid {
     flow::rollouts::store::insert(&app.db.db, &rollout)
         .await
         .unwrap();
-    rollout.id
+    rollout.id.into()
 }
 
 async fn rollouts_are_listed_and_a_rollout_shows_its_waves_and_gate(app: TestApp) {
