@@ -49,6 +49,19 @@ fn assert_refused(answer: &Answer) {
     );
 }
 
+/// `flow serve` on SQLite with a Temporal dev server of its own (so a test may stop it), up
+/// and answering; the database and process live as long as the caller keeps them.
+async fn serve_with_own_temporal() -> (TestDb, OwnTemporal, FlowProcess, Http) {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let mut temporal = OwnTemporal::unstarted();
+    temporal.start().await;
+    let port = free_port();
+    let flow = FlowProcess::spawn(&["serve"], &flow_env(&db, &temporal, port));
+    let http = Http::new(port);
+    http.wait_up(&flow).await;
+    (db, temporal, flow, http)
+}
+
 /// Submits until the engine accepts (it reconnects in the background), then waits for the task.
 async fn operation_succeeds(http: &Http, rack: &str) {
     let accepted = eventually(
@@ -74,13 +87,7 @@ async fn operation_succeeds(http: &Http, rack: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_temporal_outage_answers_503_creates_nothing_and_operations_resume_without_restart() {
     tokio::time::timeout(Duration::from_secs(240), async {
-        let db = TestDb::new(Backend::Sqlite).await;
-        let mut temporal = OwnTemporal::unstarted();
-        temporal.start().await;
-        let port = free_port();
-        let flow = FlowProcess::spawn(&["serve"], &flow_env(&db, &temporal, port));
-        let http = Http::new(port);
-        http.wait_up(&flow).await;
+        let (_db, mut temporal, _flow, http) = serve_with_own_temporal().await;
         let created = http
             .call("POST", "/v1/expected-racks", Some(&gb200_rack(1, 1)))
             .await;
@@ -249,13 +256,7 @@ fn served_rollout() -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rollout_through_flow_serve_runs_to_its_end_and_is_refused_while_temporal_is_down() {
     tokio::time::timeout(Duration::from_secs(240), async {
-        let db = TestDb::new(Backend::Sqlite).await;
-        let mut temporal = OwnTemporal::unstarted();
-        temporal.start().await;
-        let port = free_port();
-        let flow = FlowProcess::spawn(&["serve"], &flow_env(&db, &temporal, port));
-        let http = Http::new(port);
-        http.wait_up(&flow).await;
+        let (_db, mut temporal, _flow, http) = serve_with_own_temporal().await;
         for i in 1..=2 {
             let created = http
                 .call("POST", "/v1/expected-racks", Some(&gb200_rack(i, 1)))
