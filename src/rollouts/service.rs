@@ -13,6 +13,7 @@ use super::model::{
     WaveRack, WaveStatus,
 };
 use super::{plan, store};
+use crate::audit;
 use crate::clock::Clock;
 use crate::db::entities::racks;
 use crate::error::{Code, Error, Result};
@@ -137,7 +138,13 @@ impl RolloutService {
             started_at: None,
             finished_at: None,
         };
-        store::insert(&self.db, &rollout).await?;
+        // The rollout and its audit entry commit together: nothing unaudited.
+        let txn = crate::db::begin_write(&self.db).await?;
+        store::insert(&txn, &rollout).await?;
+        let change =
+            audit::Change::new("rollout", rollout.id).after(serde_json::to_value(&rollout).ok());
+        audit::record(&txn, change, now).await?;
+        txn.commit().await?;
         if let Err(e) = engine.start(rollout.id).await {
             // Nothing ran: leave no rollout behind that no run will ever move.
             let _ = crate::db::entities::rollouts::Entity::delete_by_id(rollout.id)

@@ -59,6 +59,22 @@ async fn create(ops: &Ops, body: &Value) -> String {
         r.header("location"),
         Some(format!("/v1/rollouts/{id}").as_str())
     );
+    // Recorded in the transaction that created it, with the rollout as created.
+    let log = ops
+        .app
+        .get(&format!("/v1/audit?resource=rollout:{id}"))
+        .await;
+    assert_eq!(
+        log.body["items"][0]["route"], "/v1/rollouts",
+        "{}",
+        log.text
+    );
+    assert_eq!(
+        log.body["items"][0]["after"]["id"],
+        id.as_str(),
+        "{}",
+        log.text
+    );
     id
 }
 
