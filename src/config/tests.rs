@@ -12,7 +12,8 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+/// An environment of `pairs`; the config modules' own tests share it.
+pub(super) fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
