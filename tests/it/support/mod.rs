@@ -216,6 +216,18 @@ impl TestResponse {
         &self.body
     }
 
+    /// Asserts a 400 `invalid_input` whose `errors` name `field`; `request` is what was sent,
+    /// for the message.
+    pub fn assert_invalid_field(&self, field: &str, request: &Value) {
+        self.assert_problem(400, "invalid_input");
+        let fields = self.error_fields();
+        assert!(
+            fields.iter().any(|f| f == field),
+            "{request}: expected field {field}, got {fields:?} ({})",
+            self.text
+        );
+    }
+
     /// Field names listed in a problem's `errors`.
     pub fn error_fields(&self) -> Vec<String> {
         self.body["errors"]
