@@ -315,6 +315,12 @@ impl TestApp {
         self.call(Method::PATCH, path, Some(body), &[]).await
     }
 
+    /// A PATCH that sends `If-Match: if_match`.
+    pub async fn patch_if_match(&self, path: &str, body: &Value, if_match: &str) -> TestResponse {
+        self.call(Method::PATCH, path, Some(body), &[("if-match", if_match)])
+            .await
+    }
+
     pub async fn delete(&self, path: &str) -> TestResponse {
         self.call(Method::DELETE, path, None, &[]).await
     }
