@@ -5,6 +5,8 @@ use std::fmt;
 mod code;
 
 pub use code::Code;
+#[cfg(test)]
+pub(crate) use code::{assert_from_str_reads_as_str, assert_serde_writes_as_str};
 
 /// A problem with one input field, named by its JSON path (`components[2].bmcs[0].mac_address`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -8,7 +8,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::{IfMatch, Json, Query, etag, uuid_param};
+use super::extract::{IfMatch, Json, Query, etag, uuid_param, with_location};
 use super::openapi::COMPONENTS;
 use super::problem::{ApiResult, Problem};
 use super::schema::common::ListResponse;
@@ -114,11 +114,10 @@ pub async fn add_component(
     let new = body.into_domain()?;
     let component = components::add(state.db(), &new, state.now()).await?;
     let location = format!("/v1/components/{}", component.id);
-    let mut response = with_etag(StatusCode::CREATED, component).into_response();
-    if let Ok(value) = location.parse() {
-        response.headers_mut().insert(header::LOCATION, value);
-    }
-    Ok(response)
+    Ok(with_location(
+        with_etag(StatusCode::CREATED, component),
+        &location,
+    ))
 }
 
 /// List components

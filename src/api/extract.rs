@@ -3,6 +3,7 @@
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -379,6 +380,16 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
 pub fn etag(revision: i64) -> HeaderValue {
     HeaderValue::from_str(&format!("\"{revision}\""))
         .unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
+}
+
+/// `response` with a `Location` header naming the resource it created. A location that is no
+/// valid header value (ids are UUIDs, so none is) is left out rather than failing a stored write.
+pub fn with_location(response: impl IntoResponse, location: &str) -> Response {
+    let mut response = response.into_response();
+    if let Ok(value) = location.parse() {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
 }
 
 /// Accepts `Option<Option<T>>` fields: absent keeps, `null` clears, a value sets.

@@ -8,7 +8,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::{IfMatch, Json, Query, etag, uuid_param};
+use super::extract::{IfMatch, Json, Query, etag, uuid_param, with_location};
 use super::openapi::RACKS;
 use super::problem::{ApiResult, Problem};
 use super::schema::common::ListResponse;
@@ -112,11 +112,10 @@ pub async fn create_expected_rack(
     let mut doc = RackDoc::from(rack);
     // A new rack's components have no recorded drift yet; said here so a read answers alike.
     doc.drift = Some(Default::default());
-    let mut response = with_etag(StatusCode::CREATED, doc).into_response();
-    if let Ok(value) = location.parse() {
-        response.headers_mut().insert(header::LOCATION, value);
-    }
-    Ok(response)
+    Ok(with_location(
+        with_etag(StatusCode::CREATED, doc),
+        &location,
+    ))
 }
 
 /// List racks

@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
@@ -14,7 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::{Json, MaybeJson, Query, uuid_param};
+use super::extract::{Json, MaybeJson, Query, uuid_param, with_location};
 use super::openapi::ROLLOUTS;
 use super::problem::{ApiResult, Problem};
 use super::schema::common::ListResponse;
@@ -82,11 +82,10 @@ pub async fn create_rollout(
         Created::Rollout(rollout) => {
             let doc = load(&state, rollout.id.into()).await?;
             let location = format!("/v1/rollouts/{}", rollout.id);
-            let mut response = (StatusCode::CREATED, axum::Json(doc)).into_response();
-            if let Ok(value) = location.parse() {
-                response.headers_mut().insert(header::LOCATION, value);
-            }
-            Ok(response)
+            Ok(with_location(
+                (StatusCode::CREATED, axum::Json(doc)),
+                &location,
+            ))
         }
     }
 }

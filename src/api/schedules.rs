@@ -2,14 +2,14 @@
 //! run history, and advice on schedules that would clash.
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::{Json, Query, uuid_param};
+use super::extract::{Json, Query, uuid_param, with_location};
 use super::openapi::SCHEDULES;
 use super::problem::{ApiResult, Problem};
 use super::schema::common::{ListResponse, required_text};
@@ -76,12 +76,10 @@ pub async fn create_schedule(
     let new = body.to_domain()?;
     let (schedule, _) = service(&state).create(new).await?;
     let location = format!("/v1/task-schedules/{}", schedule.id);
-    let mut response =
-        (StatusCode::CREATED, axum::Json(ScheduleDoc::from(schedule))).into_response();
-    if let Ok(value) = location.parse() {
-        response.headers_mut().insert(header::LOCATION, value);
-    }
-    Ok(response)
+    Ok(with_location(
+        (StatusCode::CREATED, axum::Json(ScheduleDoc::from(schedule))),
+        &location,
+    ))
 }
 
 /// Query of `GET /v1/task-schedules`.

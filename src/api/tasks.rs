@@ -280,6 +280,18 @@ pub(crate) enum TaskChange {
     ShuttingDown,
 }
 
+/// Waits `poll` before a live stream looks again; true when the process starts shutting down
+/// first, so that the stream can say so and end.
+pub(crate) async fn shutting_down_within(
+    poll: Duration,
+    draining: &mut tokio::sync::watch::Receiver<bool>,
+) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(poll) => false,
+        _ = draining.wait_for(|d| *d) => true,
+    }
+}
+
 /// The task now and after every status or report change, ending after the task ends, after the
 /// first error, or when the process starts shutting down. Shared by the JSON event stream and
 /// the console's live page.
@@ -293,14 +305,8 @@ pub(crate) fn changes(state: AppState, id: uuid::Uuid) -> impl Stream<Item = Res
             }
             let mut first = true;
             loop {
-                if !first {
-                    let shutting_down = tokio::select! {
-                        () = tokio::time::sleep(Duration::from_millis(500)) => false,
-                        _ = draining.wait_for(|d| *d) => true,
-                    };
-                    if shutting_down {
-                        return Some((Ok(TaskChange::ShuttingDown), (state, seen, true, draining)));
-                    }
+                if !first && shutting_down_within(Duration::from_millis(500), &mut draining).await {
+                    return Some((Ok(TaskChange::ShuttingDown), (state, seen, true, draining)));
                 }
                 first = false;
                 // The database is the source of truth, so every Flow replica can serve the stream.

@@ -55,17 +55,9 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::super::settings::{self, Kind};
+    use super::super::tests::env;
     use super::super::{Config, ENV_VARS};
-
-    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     #[test]
     fn every_setting_has_one_variable_and_a_place_in_the_tree() {

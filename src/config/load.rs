@@ -206,16 +206,8 @@ pub(super) fn get<'t>(tree: &'t Table, path: &str) -> Option<&'t Value> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::super::Config;
-
-    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use super::super::tests::env;
 
     #[test]
     fn file_values_of_the_wrong_type_name_the_setting() {

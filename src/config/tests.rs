@@ -12,11 +12,26 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+/// An environment of `pairs`; the config modules' own tests share it.
+pub(super) fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
+}
+
+/// Two duration settings, picked from a loaded config: their defaults with no variables, then
+/// the values `vars` give them. Returns the config loaded from `vars` for further checks.
+fn assert_two_durations(
+    pick: fn(&Config) -> (Duration, Duration),
+    defaults: (Duration, Duration),
+    vars: &[(&str, &str)],
+    set: (Duration, Duration),
+) -> Config {
+    assert_eq!(pick(&Config::load(&env(&[])).unwrap()), defaults);
+    let c = Config::load(&env(vars)).unwrap();
+    assert_eq!(pick(&c), set);
+    c
 }
 
 #[test]
@@ -126,20 +141,15 @@ fn component_and_simulator_settings_come_from_variables() {
 
 #[test]
 fn fault_settings_have_prompt_defaults_and_none_means_inventory_only() {
-    let c = Config::load(&env(&[])).unwrap();
-    assert_eq!(
-        (c.database.acquire_timeout, c.server.shutdown_grace),
-        (secs(2), secs(20))
-    );
-    let c = Config::load(&env(&[
-        ("FLOW_DB_ACQUIRE_TIMEOUT_SECS", "5"),
-        ("FLOW_SHUTDOWN_GRACE_SECS", "3"),
-        ("FLOW_TEMPORAL_ADDRESS", "none"),
-    ]))
-    .unwrap();
-    assert_eq!(
-        (c.database.acquire_timeout, c.server.shutdown_grace),
-        (secs(5), secs(3))
+    let c = assert_two_durations(
+        |c| (c.database.acquire_timeout, c.server.shutdown_grace),
+        (secs(2), secs(20)),
+        &[
+            ("FLOW_DB_ACQUIRE_TIMEOUT_SECS", "5"),
+            ("FLOW_SHUTDOWN_GRACE_SECS", "3"),
+            ("FLOW_TEMPORAL_ADDRESS", "none"),
+        ],
+        (secs(5), secs(3)),
     );
     assert_eq!(c.temporal.address, "none");
 }
@@ -221,19 +231,14 @@ fn redfish_without_credentials_or_with_bad_settings_refuses_to_start() {
 
 #[test]
 fn drift_sync_settings_come_from_variables_and_zero_turns_the_sync_off() {
-    let c = Config::load(&env(&[])).unwrap();
-    assert_eq!(
-        (c.drift.sync_interval, c.components.observe_timeout),
-        (secs(60), secs(10))
-    );
-    let c = Config::load(&env(&[
-        ("FLOW_DRIFT_SYNC_INTERVAL_SECS", "0"),
-        ("FLOW_OBSERVE_TIMEOUT_SECS", "3"),
-    ]))
-    .unwrap();
-    assert_eq!(
-        (c.drift.sync_interval, c.components.observe_timeout),
-        (secs(0), secs(3))
+    assert_two_durations(
+        |c| (c.drift.sync_interval, c.components.observe_timeout),
+        (secs(60), secs(10)),
+        &[
+            ("FLOW_DRIFT_SYNC_INTERVAL_SECS", "0"),
+            ("FLOW_OBSERVE_TIMEOUT_SECS", "3"),
+        ],
+        (secs(0), secs(3)),
     );
 }
 

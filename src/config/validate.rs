@@ -60,10 +60,13 @@ pub(super) mod check {
         Ok(())
     }
 
+    /// Whether `value` reads as a `T`; when not, the parser's reason.
+    fn parses<T: std::str::FromStr>(value: &str) -> Result<(), T::Err> {
+        value.parse::<T>().map(|_| ())
+    }
+
     pub fn socket_addr(value: &str) -> Result<(), String> {
-        value
-            .parse::<std::net::SocketAddr>()
-            .map(|_| ())
+        parses::<std::net::SocketAddr>(value)
             .map_err(|e| format!("is not an address and port ({value:?}): {e}"))
     }
 
@@ -113,10 +116,7 @@ pub(super) mod check {
     }
 
     pub fn managers(value: &str) -> Result<(), String> {
-        value
-            .parse::<super::super::Managers>()
-            .map(|_| ())
-            .map_err(|e| format!(": {e}"))
+        parses::<super::super::Managers>(value).map_err(|e| format!(": {e}"))
     }
 
     /// An `http(s)://` URL; empty (as older `flow config check` output has it) is unset.

@@ -201,22 +201,14 @@ mod tests {
 
     #[test]
     fn component_types_accept_proto_names_and_aliases() {
-        assert_eq!(
-            ComponentType::parse("COMPONENT_TYPE_COMPUTE"),
-            Some(ComponentType::Compute)
-        );
-        assert_eq!(
-            ComponentType::parse("NVSwitch"),
-            Some(ComponentType::NvSwitch)
-        );
-        assert_eq!(
-            ComponentType::parse("power-shelf"),
-            Some(ComponentType::PowerShelf)
-        );
-        assert_eq!(
-            ComponentType::parse("ToRSwitch"),
-            Some(ComponentType::TorSwitch)
-        );
+        for (name, kind) in [
+            ("COMPONENT_TYPE_COMPUTE", ComponentType::Compute),
+            ("NVSwitch", ComponentType::NvSwitch),
+            ("power-shelf", ComponentType::PowerShelf),
+            ("ToRSwitch", ComponentType::TorSwitch),
+        ] {
+            assert_eq!(ComponentType::parse(name), Some(kind), "{name}");
+        }
         assert_eq!(ComponentType::parse("gpu"), None);
         for t in ComponentType::ALL {
             assert_eq!(ComponentType::parse(t.as_str()), Some(t));

@@ -97,15 +97,12 @@ impl FromStr for OperationCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{assert_from_str_reads_as_str, assert_serde_writes_as_str};
 
     #[test]
     fn every_code_round_trips_through_serde_from_str_and_as_str() {
-        for code in OperationCode::ALL {
-            let json = serde_json::to_value(code).unwrap();
-            assert_eq!(json, serde_json::Value::String(code.as_str().into()));
-            assert_eq!(serde_json::from_value::<OperationCode>(json).unwrap(), code);
-            assert_eq!(code.as_str().parse::<OperationCode>().unwrap(), code);
-        }
+        assert_serde_writes_as_str(OperationCode::ALL, OperationCode::as_str);
+        assert_from_str_reads_as_str(OperationCode::ALL, OperationCode::as_str);
         assert!("reboot".parse::<OperationCode>().is_err());
     }
 }

@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder, Set,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
+    EntityTrait, QueryFilter, QueryOrder, Set,
 };
 use serde::{Deserialize, Serialize};
 
@@ -157,7 +157,19 @@ pub async fn create(
     .insert(&txn)
     .await?;
     insert_version(&txn, id, 1, input, now).await?;
-    crate::audit::row_changed::<operation_rules::Entity>(&txn, "rule", id.into(), None, now)
+    audit_and_commit(txn, id, None, row, now).await
+}
+
+/// Records the rule's change in the audit log (`before` is its snapshot, `None` when new) and
+/// commits: the last step of every write that leaves a rule behind.
+async fn audit_and_commit(
+    txn: DatabaseTransaction,
+    id: RuleId,
+    before: Option<serde_json::Value>,
+    row: operation_rules::Model,
+    now: DateTime<Utc>,
+) -> Result<Rule> {
+    crate::audit::row_changed::<operation_rules::Entity>(&txn, "rule", id.into(), before, now)
         .await?;
     txn.commit().await?;
     rule_from_row(row)
@@ -209,16 +221,7 @@ pub async fn replace(
             other => other.into(),
         })?;
     insert_version(&txn, id, version, input, now).await?;
-    crate::audit::row_changed::<operation_rules::Entity>(
-        &txn,
-        "rule",
-        id.into(),
-        audit_before,
-        now,
-    )
-    .await?;
-    txn.commit().await?;
-    rule_from_row(row)
+    audit_and_commit(txn, id, audit_before, row, now).await
 }
 
 /// Deletes a rule, its versions and its rack associations. Tasks keep the rule's id and version
@@ -314,14 +317,5 @@ pub async fn set_default(
     } else {
         row(&txn, id).await?
     };
-    crate::audit::row_changed::<operation_rules::Entity>(
-        &txn,
-        "rule",
-        id.into(),
-        audit_before,
-        now,
-    )
-    .await?;
-    txn.commit().await?;
-    rule_from_row(row)
+    audit_and_commit(txn, id, audit_before, row, now).await
 }

@@ -7,42 +7,21 @@ use super::model::{StepRecord, StepStatus};
 use crate::inventory::model::ComponentType;
 use crate::operations::plan::Plan;
 
-/// Status of a stage, from its steps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StageStatus {
-    Pending,
-    Running,
-    Succeeded,
-    Failed,
-    Cancelled,
-}
-
-impl StageStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Running => "running",
-            Self::Succeeded => "succeeded",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    fn of(steps: &[StepRecord]) -> Self {
-        let any = |s: StepStatus| steps.iter().any(|r| r.status == s);
-        if any(StepStatus::Failed) {
-            Self::Failed
-        } else if any(StepStatus::Running) {
-            Self::Running
-        } else if steps.iter().all(|r| r.status == StepStatus::Succeeded) {
-            Self::Succeeded
-        } else if any(StepStatus::Cancelled) {
-            Self::Cancelled
-        } else if any(StepStatus::Succeeded) {
-            Self::Running
-        } else {
-            Self::Pending
-        }
+/// Status of a stage, derived from its steps; it takes the same values a step does.
+fn stage_status(steps: &[StepRecord]) -> StepStatus {
+    let any = |s: StepStatus| steps.iter().any(|r| r.status == s);
+    if any(StepStatus::Failed) {
+        StepStatus::Failed
+    } else if any(StepStatus::Running) {
+        StepStatus::Running
+    } else if steps.iter().all(|r| r.status == StepStatus::Succeeded) {
+        StepStatus::Succeeded
+    } else if any(StepStatus::Cancelled) {
+        StepStatus::Cancelled
+    } else if any(StepStatus::Succeeded) {
+        StepStatus::Running
+    } else {
+        StepStatus::Pending
     }
 }
 
@@ -56,7 +35,7 @@ pub struct StageReport {
     pub action: String,
     pub actions: Vec<String>,
     pub max_parallel: u32,
-    pub status: StageStatus,
+    pub status: StepStatus,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
     pub steps: Vec<StepRecord>,
@@ -75,9 +54,9 @@ pub fn build(plan: Option<&Plan>, mut steps: Vec<StepRecord>) -> Option<Vec<Stag
                     steps = rest;
                     mine
                 };
-                let status = StageStatus::of(&own);
+                let status = stage_status(&own);
                 let started_at = own.iter().filter_map(|s| s.started_at).min();
-                let finished_at = if matches!(status, StageStatus::Pending | StageStatus::Running) {
+                let finished_at = if matches!(status, StepStatus::Pending | StepStatus::Running) {
                     None
                 } else {
                     own.iter().filter_map(|s| s.finished_at).max()

@@ -151,14 +151,7 @@ pub async fn on_rack(
     rack_id: RackId,
     statuses: &[TaskStatus],
 ) -> Result<Vec<Task>> {
-    let rows = tasks::Entity::find()
-        .filter(tasks::Column::RackId.eq(rack_id))
-        .filter(tasks::Column::Status.is_in(statuses.iter().map(|s| s.as_str())))
-        .order_by_asc(tasks::Column::CreatedAt)
-        .order_by_asc(tasks::Column::Id)
-        .all(db)
-        .await?;
-    rows.into_iter().map(task_from_row).collect()
+    on_racks(db, &[rack_id], statuses).await
 }
 
 /// Tasks in the given states on any of the given racks, oldest first: one query for a page

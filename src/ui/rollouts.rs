@@ -18,6 +18,7 @@ use crate::api::extract::{Query, uuid_param};
 use crate::api::problem::Problem;
 use crate::api::rollouts::ListRolloutsQuery;
 use crate::api::schema::rollout_view::{CountsDoc, RolloutDoc, WaveDoc};
+use crate::api::tasks::shutting_down_within;
 use crate::app::AppState;
 use crate::error::Code;
 use crate::rollouts::model::{Command, RolloutStatus};
@@ -267,15 +268,9 @@ pub async fn live(
             }
             let mut first = true;
             loop {
-                if !first {
-                    let shutting_down = tokio::select! {
-                        () = tokio::time::sleep(POLL) => false,
-                        _ = draining.wait_for(|d| *d) => true,
-                    };
-                    if shutting_down {
-                        let events = vec![Event::default().event("done").data("shutdown")];
-                        return Some((events, (state, viewer, seen, true, draining)));
-                    }
+                if !first && shutting_down_within(POLL, &mut draining).await {
+                    let events = vec![Event::default().event("done").data("shutdown")];
+                    return Some((events, (state, viewer, seen, true, draining)));
                 }
                 first = false;
                 let (data, ended) = match load(&state, id).await {

@@ -246,14 +246,9 @@ async fn a_component_patch_merges_fields_moves_racks_and_upserts_bmcs(app: TestA
             .any(|m| m["mac_address"] == "02:00:01:00:01:00" && m["ip_address"] == "10.9.9.9")
     );
 
-    app.call(
-        Method::PATCH,
-        &path,
-        Some(&json!({"model": "x"})),
-        &[("if-match", "\"1\"")],
-    )
-    .await
-    .assert_problem(412, "precondition_failed");
+    app.patch_if_match(&path, &json!({"model": "x"}), "\"1\"")
+        .await
+        .assert_problem(412, "precondition_failed");
     let taken = app
         .patch(
             &path,

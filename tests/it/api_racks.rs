@@ -243,12 +243,7 @@ async fn a_patch_merges_fields_and_location_keys_and_reports_component_changes(a
         ]
     });
     let r = app
-        .call(
-            axum::http::Method::PATCH,
-            &format!("/v1/racks/{id}"),
-            Some(&patch),
-            &[("if-match", "\"1\"")],
-        )
+        .patch_if_match(&format!("/v1/racks/{id}"), &patch, "\"1\"")
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.header("etag"), Some("\"2\""));
@@ -303,12 +298,7 @@ async fn a_patch_honours_if_match_and_rejects_a_taken_name(app: TestApp) {
     app.create_rack(&gb200_rack(2, 1)).await;
     let path = format!("/v1/racks/{}", a["id"].as_str().unwrap());
     let stale = app
-        .call(
-            axum::http::Method::PATCH,
-            &path,
-            Some(&json!({"model": "x"})),
-            &[("if-match", "\"7\"")],
-        )
+        .patch_if_match(&path, &json!({"model": "x"}), "\"7\"")
         .await;
     stale.assert_problem(412, "precondition_failed");
     let taken = app.patch(&path, &json!({"name": "rack-0002"})).await;
@@ -321,12 +311,7 @@ async fn a_patch_honours_if_match_and_rejects_a_taken_name(app: TestApp) {
         vec!["components[0].serial_number"]
     );
     let renamed = app
-        .call(
-            axum::http::Method::PATCH,
-            &path,
-            Some(&json!({"name": "rack-0100"})),
-            &[("if-match", "*")],
-        )
+        .patch_if_match(&path, &json!({"name": "rack-0100"}), "*")
         .await;
     assert_eq!(renamed.status, 200, "{}", renamed.text);
     assert_eq!(renamed.body["rack"]["name"], "rack-0100");

@@ -22,10 +22,10 @@ ops_on_both_backends!(
 
 /// What one run of the binary printed and how it exited.
 #[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Run {
@@ -35,7 +35,8 @@ impl Run {
 }
 
 /// Runs `flow ARGS` with `FLOW_URL` pointing at `url`.
-async fn flow(url: &str, args: &[&str]) -> Run {
+/// The schedule commands' tests run it too.
+pub(crate) async fn flow(url: &str, args: &[&str]) -> Run {
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_flow"))
         .args(args)
         .env("FLOW_URL", url)

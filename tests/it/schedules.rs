@@ -656,21 +656,10 @@ mod http {
 mod cli {
     use super::*;
 
+    /// [`crate::cli::flow`], its stdout and stderr as one text.
     async fn flow(url: &str, args: &[&str]) -> (i32, String) {
-        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_flow"))
-            .args(args)
-            .env("FLOW_URL", url)
-            .env_remove("FLOW_TOKEN")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await
-            .expect("run flow");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        (output.status.code().unwrap_or(-1), text)
+        let run = crate::cli::flow(url, args).await;
+        (run.code, format!("{}{}", run.stdout, run.stderr))
     }
 
     ops_on_both_backends!(the_schedule_commands_create_fire_pause_and_delete);

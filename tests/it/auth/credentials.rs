@@ -9,18 +9,8 @@ use flow::auth::Role;
 use ring::hmac;
 use serde_json::json;
 
-use super::{Jwks, TestKey, api_token, b64, bearer, claims, secured_app};
+use super::{Jwks, TestKey, api_token, b64, bearer, claims, get_racks, secured_app};
 use crate::support::{Backend, TestApp, TestResponse};
-
-async fn get_racks(app: &TestApp, token: &str) -> TestResponse {
-    app.call(
-        Method::GET,
-        "/v1/racks",
-        None,
-        &[("authorization", &bearer(token))],
-    )
-    .await
-}
 
 fn assert_invalid(r: &TestResponse, what: &str) {
     assert_eq!(r.status, 401, "{what}: {}", r.text);

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
+use axum::http::Method;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Utc;
@@ -24,7 +25,7 @@ use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, KeyPair};
 use serde_json::{Value, json};
 
-use crate::support::{Backend, TestApp};
+use crate::support::{Backend, TestApp, TestResponse};
 
 pub const ISSUER: &str = "https://idp.test";
 pub const AUDIENCE: &str = "flow";
@@ -195,6 +196,17 @@ pub async fn api_token(app: &TestApp, name: &str, role: Role) -> String {
 
 pub fn bearer(token: &str) -> String {
     format!("Bearer {token}")
+}
+
+/// `GET /v1/racks` with `token` as the bearer: the request every credential test makes.
+pub async fn get_racks(app: &TestApp, token: &str) -> TestResponse {
+    app.call(
+        Method::GET,
+        "/v1/racks",
+        None,
+        &[("authorization", &bearer(token))],
+    )
+    .await
 }
 
 /// Runs an async test body on both backends with a secured app.

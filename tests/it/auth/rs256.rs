@@ -7,7 +7,6 @@
 //! public half. They are committed (rather than generated per run, as the ES256 and EdDSA keys
 //! are) because ring cannot generate RSA keys.
 
-use axum::http::Method;
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use flow::config::Config;
@@ -15,7 +14,7 @@ use ring::rand::SystemRandom;
 use ring::signature::{self, RsaKeyPair};
 use serde_json::{Value, json};
 
-use super::{AUDIENCE, ISSUER, b64, bearer, claims};
+use super::{AUDIENCE, ISSUER, b64, claims, get_racks};
 use crate::support::{Backend, TestApp};
 
 const KEY_PEM: &str = include_str!("rs256-test-key.pem");
@@ -53,18 +52,6 @@ fn sign_rs256(claims: &Value) -> String {
     format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig))
 }
 
-async fn get_racks(app: &TestApp, token: &str) -> u16 {
-    app.call(
-        Method::GET,
-        "/v1/racks",
-        None,
-        &[("authorization", &bearer(token))],
-    )
-    .await
-    .status
-    .as_u16()
-}
-
 async fn rs256_tokens_from_a_jwks_file_are_accepted(backend: Backend) {
     let mut config = Config::default();
     config.auth.mode = "jwt".into();
@@ -73,16 +60,28 @@ async fn rs256_tokens_from_a_jwks_file_are_accepted(backend: Backend) {
     config.auth.jwt.audience = AUDIENCE.into();
     let app = TestApp::with_config(backend, config).await;
     let token = sign_rs256(&claims("carol", &["viewer"]));
-    assert_eq!(get_racks(&app, &token).await, 200, "RS256 token refused");
+    assert_eq!(
+        get_racks(&app, &token).await.status,
+        200,
+        "RS256 token refused"
+    );
 
     // The same token with one claim changed keeps its signature, which no longer matches.
     let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
     parts[1] = b64(&claims("mallory", &["admin"]));
-    assert_eq!(get_racks(&app, &parts.join(".")).await, 401, "tampered");
+    assert_eq!(
+        get_racks(&app, &parts.join(".")).await.status,
+        401,
+        "tampered"
+    );
     // Signed by the right key but for someone else's audience.
     let mut other = claims("carol", &["viewer"]);
     other["aud"] = json!("other-service");
-    assert_eq!(get_racks(&app, &sign_rs256(&other)).await, 401, "audience");
+    assert_eq!(
+        get_racks(&app, &sign_rs256(&other)).await.status,
+        401,
+        "audience"
+    );
 }
 
 crate::on_both_secured!(rs256_tokens_from_a_jwks_file_are_accepted);

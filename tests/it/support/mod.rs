@@ -216,6 +216,18 @@ impl TestResponse {
         &self.body
     }
 
+    /// Asserts a 400 `invalid_input` whose `errors` name `field`; `request` is what was sent,
+    /// for the message.
+    pub fn assert_invalid_field(&self, field: &str, request: &Value) {
+        self.assert_problem(400, "invalid_input");
+        let fields = self.error_fields();
+        assert!(
+            fields.iter().any(|f| f == field),
+            "{request}: expected field {field}, got {fields:?} ({})",
+            self.text
+        );
+    }
+
     /// Field names listed in a problem's `errors`.
     pub fn error_fields(&self) -> Vec<String> {
         self.body["errors"]
@@ -301,6 +313,12 @@ impl TestApp {
 
     pub async fn patch(&self, path: &str, body: &Value) -> TestResponse {
         self.call(Method::PATCH, path, Some(body), &[]).await
+    }
+
+    /// A PATCH that sends `If-Match: if_match`.
+    pub async fn patch_if_match(&self, path: &str, body: &Value, if_match: &str) -> TestResponse {
+        self.call(Method::PATCH, path, Some(body), &[("if-match", if_match)])
+            .await
     }
 
     pub async fn delete(&self, path: &str) -> TestResponse {
