@@ -15,7 +15,7 @@ use crate::support::fixtures::readme_rack;
 use crate::support::{Backend, TestApp};
 
 async fn audit(app: &TestApp, admin: &str, query: &str) -> Value {
-    let r = call_as(&app, admin, Method::GET, &format!("/v1/audit{query}"), None).await;
+    let r = call_as(app, admin, Method::GET, &format!("/v1/audit{query}"), None).await;
     assert_eq!(r.status, 200, "{}", r.text);
     r.body
 }
