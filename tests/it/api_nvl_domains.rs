@@ -1,16 +1,25 @@
 //! `/v1/nvl-domains`: create, list, get, attach and detach racks.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::on_both_backends;
-use crate::support::TestApp;
 use crate::support::fixtures::gb200_rack;
+use crate::support::{TestApp, TestResponse};
 
 on_both_backends!(
     creating_a_domain_is_idempotent_by_name,
     racks_attach_by_id_or_name_and_never_to_two_domains,
     a_rack_detaches_only_from_its_own_domain,
 );
+
+/// `POST /v1/nvl-domains/{domain}/racks`: attaches `racks` (a list of references) to `domain`.
+async fn attach(app: &TestApp, domain: &str, racks: Value) -> TestResponse {
+    app.post(
+        &format!("/v1/nvl-domains/{domain}/racks"),
+        &json!({ "racks": racks }),
+    )
+    .await
+}
 
 async fn creating_a_domain_is_idempotent_by_name(app: TestApp) {
     let r = app.post("/v1/nvl-domains", &json!({"name": "nvl5"})).await;
@@ -74,12 +83,12 @@ async fn racks_attach_by_id_or_name_and_never_to_two_domains(app: TestApp) {
         .body;
     app.post("/v1/nvl-domains", &json!({"name": "nvl-b"})).await;
 
-    let r = app
-        .post(
-            "/v1/nvl-domains/nvl-a/racks",
-            &json!({"racks": [{"id": r1["id"]}, {"name": "rack-0002"}]}),
-        )
-        .await;
+    let r = attach(
+        &app,
+        "nvl-a",
+        json!([{"id": r1["id"]}, {"name": "rack-0002"}]),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["total"], 2);
     // The resolved domain id is written, whether the domain was named by id or by name.
@@ -96,41 +105,38 @@ async fn racks_attach_by_id_or_name_and_never_to_two_domains(app: TestApp) {
         .await;
     assert_eq!(again.status, 200, "attaching again is a no-op");
 
-    let elsewhere = app
-        .post(
-            "/v1/nvl-domains/nvl-b/racks",
-            &json!({"racks": [{"name": "rack-0003"}, {"name": "rack-0001"}]}),
-        )
-        .await;
-    elsewhere.assert_problem(409, "attached_elsewhere");
-    assert_eq!(elsewhere.error_fields(), vec!["racks[1]"]);
-    assert_eq!(
-        app.get("/v1/nvl-domains/nvl-b/racks").await.body["total"],
-        0,
-        "all or nothing"
-    );
-
-    let unknown = app
-        .post(
-            "/v1/nvl-domains/nvl-b/racks",
-            &json!({"racks": [{"name": "rack-0003"}, {"name": "rack-9999"}]}),
-        )
-        .await;
-    unknown.assert_problem(400, "invalid_input");
-    assert_eq!(unknown.error_fields(), vec!["racks[1]"]);
-    let both = app
-        .post(
-            "/v1/nvl-domains/nvl-b/racks",
-            &json!({"racks": [{"name": "rack-0003", "id": r1["id"]}, {}]}),
-        )
-        .await;
-    assert_eq!(both.error_fields(), vec!["racks[0]", "racks[1]"]);
-    app.post(
-        "/v1/nvl-domains/nvl-z/racks",
-        &json!({"racks": [{"name": "rack-0003"}]}),
+    // A rack in another domain, or no such rack: the whole request fails, nothing is attached.
+    for (racks, status, code) in [
+        (
+            json!([{"name": "rack-0003"}, {"name": "rack-0001"}]),
+            409,
+            "attached_elsewhere",
+        ),
+        (
+            json!([{"name": "rack-0003"}, {"name": "rack-9999"}]),
+            400,
+            "invalid_input",
+        ),
+    ] {
+        let r = attach(&app, "nvl-b", racks).await;
+        r.assert_problem(status, code);
+        assert_eq!(r.error_fields(), vec!["racks[1]"]);
+        assert_eq!(
+            app.get("/v1/nvl-domains/nvl-b/racks").await.body["total"],
+            0,
+            "all or nothing"
+        );
+    }
+    let both = attach(
+        &app,
+        "nvl-b",
+        json!([{"name": "rack-0003", "id": r1["id"]}, {}]),
     )
-    .await
-    .assert_problem(404, "not_found");
+    .await;
+    assert_eq!(both.error_fields(), vec!["racks[0]", "racks[1]"]);
+    attach(&app, "nvl-z", json!([{"name": "rack-0003"}]))
+        .await
+        .assert_problem(404, "not_found");
 
     let listed = app
         .get("/v1/nvl-domains/nvl-a/racks?include_components=true")
@@ -168,16 +174,8 @@ async fn a_rack_detaches_only_from_its_own_domain(app: TestApp) {
     app.create_rack(&gb200_rack(2, 1)).await;
     app.post("/v1/nvl-domains", &json!({"name": "nvl-a"})).await;
     app.post("/v1/nvl-domains", &json!({"name": "nvl-b"})).await;
-    app.post(
-        "/v1/nvl-domains/nvl-a/racks",
-        &json!({"racks": [{"name": "rack-0001"}]}),
-    )
-    .await;
-    app.post(
-        "/v1/nvl-domains/nvl-b/racks",
-        &json!({"racks": [{"name": "rack-0002"}]}),
-    )
-    .await;
+    attach(&app, "nvl-a", json!([{"name": "rack-0001"}])).await;
+    attach(&app, "nvl-b", json!([{"name": "rack-0002"}])).await;
 
     app.delete("/v1/nvl-domains/nvl-a/racks/rack-0002")
         .await

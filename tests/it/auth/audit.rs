@@ -10,19 +10,12 @@ use flow::auth::Role;
 use sea_orm::ConnectionTrait;
 use serde_json::{Value, json};
 
-use super::{TestKey, api_token, bearer, claims, secured_app};
+use super::{TestKey, api_token, bearer, call_as, claims, secured_app};
 use crate::support::fixtures::readme_rack;
 use crate::support::{Backend, TestApp};
 
 async fn audit(app: &TestApp, admin: &str, query: &str) -> Value {
-    let r = app
-        .call(
-            Method::GET,
-            &format!("/v1/audit{query}"),
-            None,
-            &[("authorization", &bearer(admin))],
-        )
-        .await;
+    let r = call_as(app, admin, Method::GET, &format!("/v1/audit{query}"), None).await;
     assert_eq!(r.status, 200, "{}", r.text);
     r.body
 }
@@ -88,24 +81,24 @@ async fn every_change_is_recorded_with_who_before_and_after_and_refusals_too(bac
     assert_eq!(vic["role"], "viewer");
 
     // Rules: admin-only, with before/after too.
-    let rule = app
-        .call(
-            Method::POST,
-            "/v1/operation-rules",
-            Some(&rule_body("slow")),
-            &[("authorization", &bearer(&admin))],
-        )
-        .await;
+    let rule = call_as(
+        &app,
+        &admin,
+        Method::POST,
+        "/v1/operation-rules",
+        Some(&rule_body("slow")),
+    )
+    .await;
     assert_eq!(rule.status, 201, "{}", rule.text);
     let rule_id = rule.body["id"].as_str().unwrap().to_string();
-    let replaced = app
-        .call(
-            Method::PUT,
-            &format!("/v1/operation-rules/{rule_id}"),
-            Some(&rule_body("slower")),
-            &[("authorization", &bearer(&admin))],
-        )
-        .await;
+    let replaced = call_as(
+        &app,
+        &admin,
+        Method::PUT,
+        &format!("/v1/operation-rules/{rule_id}"),
+        Some(&rule_body("slower")),
+    )
+    .await;
     assert_eq!(replaced.status, 200, "{}", replaced.text);
     let rules = audit(&app, &admin, &format!("?resource=rule:{rule_id}")).await;
     let latest = &rules["items"][0];
@@ -122,14 +115,7 @@ async fn every_change_is_recorded_with_who_before_and_after_and_refusals_too(bac
     assert!(future["items"].as_array().unwrap().is_empty());
     let past = audit(&app, &admin, "?until=2000-01-01T00:00:00Z").await;
     assert!(past["items"].as_array().unwrap().is_empty());
-    let bad = app
-        .call(
-            Method::GET,
-            "/v1/audit?cursor=nope",
-            None,
-            &[("authorization", &bearer(&admin))],
-        )
-        .await;
+    let bad = call_as(&app, &admin, Method::GET, "/v1/audit?cursor=nope", None).await;
     assert_eq!(bad.error_fields(), ["cursor"]);
     app.db.cleanup().run().await;
 }
@@ -149,14 +135,14 @@ async fn a_change_whose_audit_row_cannot_be_written_does_not_happen(backend: Bac
         .execute_unprepared("DROP TABLE audit_log")
         .await
         .unwrap();
-    let r = app
-        .call(
-            Method::POST,
-            "/v1/expected-racks",
-            Some(&readme_rack()),
-            &[("authorization", &bearer(&editor))],
-        )
-        .await;
+    let r = call_as(
+        &app,
+        &editor,
+        Method::POST,
+        "/v1/expected-racks",
+        Some(&readme_rack()),
+    )
+    .await;
     r.assert_problem(500, "internal");
     assert_eq!(app.count_rows("racks").await, 0, "nothing unaudited");
     app.db.cleanup().run().await;
@@ -191,30 +177,25 @@ async fn no_secret_reaches_a_log_line(backend: Backend) {
     let mut expired = claims("alice", &["editor"]);
     expired["exp"] = json!(0);
     let expired = key.sign(&expired);
-    let created = app
-        .call(
-            Method::POST,
-            "/v1/tokens",
-            Some(&json!({"name": "ci", "role": "viewer"})),
-            &[("authorization", &bearer(&admin))],
-        )
-        .await;
+    let created = call_as(
+        &app,
+        &admin,
+        Method::POST,
+        "/v1/tokens",
+        Some(&json!({"name": "ci", "role": "viewer"})),
+    )
+    .await;
     let secret = created.body["secret"].as_str().unwrap().to_string();
     for token in [&admin, &jwt, &expired, &secret, &format!("{secret}x")] {
-        app.call(
+        call_as(
+            &app,
+            token,
             Method::POST,
             "/v1/expected-racks",
             Some(&json!({})),
-            &[("authorization", &bearer(token))],
         )
         .await;
-        app.call(
-            Method::GET,
-            "/v1/racks",
-            None,
-            &[("authorization", &bearer(token))],
-        )
-        .await;
+        call_as(&app, token, Method::GET, "/v1/racks", None).await;
     }
     let audit_rows = audit(&app, &admin, "?limit=1000").await.to_string();
     let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();

@@ -9,7 +9,7 @@ use flow::auth::Role;
 use ring::hmac;
 use serde_json::json;
 
-use super::{Jwks, TestKey, api_token, b64, bearer, claims, get_racks, secured_app};
+use super::{Jwks, TestKey, api_token, b64, call_as, claims, get_racks, secured_app};
 use crate::support::{Backend, TestApp, TestResponse};
 
 fn assert_invalid(r: &TestResponse, what: &str) {
@@ -128,28 +128,21 @@ async fn api_tokens_work_until_revoked_and_unknown_or_revoked_ones_look_the_same
     let (app, _jwks) = secured_app(backend, &key).await;
     let admin = api_token(&app, "admin", Role::Admin).await;
     assert!(admin.starts_with("flow_") && admin.len() >= 40, "{admin}");
-    let created = app
-        .call(
-            Method::POST,
-            "/v1/tokens",
-            Some(&json!({"name": "ci", "role": "viewer", "expires": "90d"})),
-            &[("authorization", &bearer(&admin))],
-        )
-        .await;
+    let created = call_as(
+        &app,
+        &admin,
+        Method::POST,
+        "/v1/tokens",
+        Some(&json!({"name": "ci", "role": "viewer", "expires": "90d"})),
+    )
+    .await;
     assert_eq!(created.status, 201, "{}", created.text);
     let secret = created.body["secret"].as_str().unwrap().to_string();
     let id = created.body["id"].as_str().unwrap().to_string();
     assert!(created.body["expires_at"].is_string());
     assert_eq!(get_racks(&app, &secret).await.status, 200);
 
-    let list = app
-        .call(
-            Method::GET,
-            "/v1/tokens",
-            None,
-            &[("authorization", &bearer(&admin))],
-        )
-        .await;
+    let list = call_as(&app, &admin, Method::GET, "/v1/tokens", None).await;
     assert_eq!(list.status, 200);
     assert!(!list.text.contains(&secret), "lists never show secrets");
     let ci = list.body["items"]
@@ -162,14 +155,14 @@ async fn api_tokens_work_until_revoked_and_unknown_or_revoked_ones_look_the_same
     assert!(ci["last_used_at"].is_string(), "use is recorded: {ci}");
     assert!(secret.starts_with(ci["prefix"].as_str().unwrap()));
 
-    let revoked = app
-        .call(
-            Method::DELETE,
-            &format!("/v1/tokens/{id}"),
-            None,
-            &[("authorization", &bearer(&admin))],
-        )
-        .await;
+    let revoked = call_as(
+        &app,
+        &admin,
+        Method::DELETE,
+        &format!("/v1/tokens/{id}"),
+        None,
+    )
+    .await;
     assert_eq!(revoked.status, 200, "{}", revoked.text);
     assert!(revoked.body["revoked_at"].is_string());
     let after = get_racks(&app, &secret).await;
@@ -184,14 +177,14 @@ async fn api_tokens_work_until_revoked_and_unknown_or_revoked_ones_look_the_same
         never.header("www-authenticate")
     );
 
-    let bad = app
-        .call(
-            Method::POST,
-            "/v1/tokens",
-            Some(&json!({"name": "x", "role": "root", "expires": "soon"})),
-            &[("authorization", &bearer(&admin))],
-        )
-        .await;
+    let bad = call_as(
+        &app,
+        &admin,
+        Method::POST,
+        "/v1/tokens",
+        Some(&json!({"name": "x", "role": "root", "expires": "soon"})),
+    )
+    .await;
     bad.assert_problem(400, "invalid_input");
     app.db.cleanup().run().await;
 }

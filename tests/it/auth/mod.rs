@@ -198,15 +198,21 @@ pub fn bearer(token: &str) -> String {
     format!("Bearer {token}")
 }
 
+/// A request with `token` as the bearer.
+pub async fn call_as(
+    app: &TestApp,
+    token: &str,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> TestResponse {
+    app.call(method, path, body, &[("authorization", &bearer(token))])
+        .await
+}
+
 /// `GET /v1/racks` with `token` as the bearer: the request every credential test makes.
 pub async fn get_racks(app: &TestApp, token: &str) -> TestResponse {
-    app.call(
-        Method::GET,
-        "/v1/racks",
-        None,
-        &[("authorization", &bearer(token))],
-    )
-    .await
+    call_as(app, token, Method::GET, "/v1/racks", None).await
 }
 
 /// Runs an async test body on both backends with a secured app.
