@@ -87,6 +87,9 @@ enum MigrateAction {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Before any TLS client is built (the OTLP exporter's, the CLI's, JWKS, Redfish): rustls is
+    // compiled with ring only and has no process default otherwise.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     // Hidden: the Temporal baseline of scripts/bench (src/bench.rs).
     if std::env::args().nth(1).as_deref() == Some("bench-baseline") {
         return flow::bench::main_from_args(std::env::args().skip(2)).await;
@@ -181,7 +184,12 @@ async fn main() -> anyhow::Result<()> {
 
 /// `flow config check`: the effective configuration on stdout, or the problem on stderr.
 fn config_check() -> i32 {
-    match Config::from_env() {
+    let checked = Config::from_env().map_err(|e| e.to_string()).and_then(|config| {
+        telemetry::trace::check_exporter(&std::env::vars().collect())
+            .map(|()| config)
+            .map_err(|e| format!("configuration: {e}"))
+    });
+    match checked {
         Ok(config) => {
             let _ = write!(std::io::stdout(), "{}", config.effective_toml());
             0

@@ -1,7 +1,8 @@
 //! Logs, traces and metrics. Logs are `tracing` events (text or one JSON object per line) that
 //! carry the request id and the trace id of the span they happen in; traces are the same spans
-//! exported over OTLP ([`trace`]); metrics are Prometheus counters and histograms ([`metrics`]).
+//! exported over OTLP ([`trace`], [`export`]); metrics are Prometheus counters and histograms ([`metrics`]).
 
+pub mod export;
 pub mod metrics;
 pub mod trace;
 

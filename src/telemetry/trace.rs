@@ -52,13 +52,19 @@ pub fn check_env(env: &std::collections::HashMap<String, String>) -> Result<(), 
     Ok(())
 }
 
+/// Builds the exporter when these variables ask for export (the configuration check): what
+/// `flow serve` would build at start, so a setting that cannot work fails the check.
+pub fn check_exporter(env: &std::collections::HashMap<String, String>) -> Result<(), String> {
+    if export_requested(env) {
+        super::export::build()?;
+    }
+    Ok(())
+}
+
 /// A tracer provider exporting over OTLP/HTTP as the `OTEL_*` variables say, with the span ids
 /// Temporal's plugin needs to replay workflows without duplicating their spans.
 pub fn otlp_provider() -> Result<SdkTracerProvider, String> {
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .build()
-        .map_err(|e| format!("OTLP exporter: {e}"))?;
+    let exporter = super::export::build()?;
     let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "flow".into());
     Ok(provider_builder(&service)
         .with_batch_exporter(exporter)

@@ -13,13 +13,13 @@ use crate::support::ops::temporal_address;
 
 /// A `flow dev` child in its own temporary working directory, with only the variables a test
 /// gives it; stopped and cleaned up when dropped, pass or fail.
-struct FlowDev {
-    child: Child,
+pub(crate) struct FlowDev {
+    pub(crate) child: Child,
     dir: PathBuf,
 }
 
 impl FlowDev {
-    fn start(path: &std::ffi::OsStr, vars: &[(&str, String)]) -> Self {
+    pub(crate) fn start(path: &std::ffi::OsStr, vars: &[(&str, String)]) -> Self {
         let dir = std::env::temp_dir().join(format!("flow-dev-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         let output = std::fs::File::create(dir.join("output.log")).unwrap();
@@ -41,7 +41,7 @@ impl FlowDev {
         Self { child, dir }
     }
 
-    fn output(&self) -> String {
+    pub(crate) fn output(&self) -> String {
         std::fs::read_to_string(self.dir.join("output.log")).unwrap_or_default()
     }
 
@@ -59,7 +59,7 @@ impl FlowDev {
 
     /// SIGTERM, as a service manager would send: a Temporal server `flow dev` started must be
     /// stopped by `flow dev` itself, which a SIGKILL would prevent.
-    fn terminate(&mut self) -> Option<ExitStatus> {
+    pub(crate) fn terminate(&mut self) -> Option<ExitStatus> {
         let pid = self.child.id().to_string();
         let _ = Command::new("kill").args(["-TERM", &pid]).status();
         self.wait(Duration::from_secs(20))
@@ -76,20 +76,32 @@ impl Drop for FlowDev {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
 }
 
 /// One HTTP/1.1 exchange on its own connection: the status and the JSON body (null if none).
-fn http(port: u16, method: &str, path: &str, body: &str) -> std::io::Result<(u16, Value)> {
+pub(crate) fn http(port: u16, method: &str, path: &str, body: &str) -> std::io::Result<(u16, Value)> {
+    http_with(port, method, path, body, &[])
+}
+
+/// [`http`] with extra request headers.
+pub(crate) fn http_with(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<(u16, Value)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let length = body.len();
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
     write!(
         stream,
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n{body}"
+         Content-Type: application/json\r\nContent-Length: {length}\r\n{extra}\r\n{body}"
     )?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;

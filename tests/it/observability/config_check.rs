@@ -156,3 +156,17 @@ fn serve_refuses_to_start_on_a_bad_setting_and_names_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("FLOW_REQUEST_TIMEOUT_SECS"), "{stderr}");
 }
+
+#[test]
+fn config_check_builds_the_otlp_exporter_as_serve_would() {
+    // Building it creates its TLS-capable HTTP client: the step that panicked at start while
+    // no rustls provider was installed. Nothing needs to listen there.
+    for endpoint in ["http://127.0.0.1:4318", "https://127.0.0.1:4318"] {
+        let out = check(&[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)]);
+        assert!(
+            out.status.success(),
+            "{endpoint}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

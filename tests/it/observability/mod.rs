@@ -5,6 +5,7 @@ mod config_check;
 mod deploy;
 mod document;
 mod metrics;
+mod otlp;
 mod trace;
 
 /// Parses a Prometheus text exposition into `(series, value)` pairs, series as written
