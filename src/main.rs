@@ -184,11 +184,13 @@ async fn main() -> anyhow::Result<()> {
 
 /// `flow config check`: the effective configuration on stdout, or the problem on stderr.
 fn config_check() -> i32 {
-    let checked = Config::from_env().map_err(|e| e.to_string()).and_then(|config| {
-        telemetry::trace::check_exporter(&std::env::vars().collect())
-            .map(|()| config)
-            .map_err(|e| format!("configuration: {e}"))
-    });
+    let checked = Config::from_env()
+        .map_err(|e| e.to_string())
+        .and_then(|config| {
+            telemetry::trace::check_exporter(&std::env::vars().collect())
+                .map(|()| config)
+                .map_err(|e| format!("configuration: {e}"))
+        });
     match checked {
         Ok(config) => {
             let _ = write!(std::io::stdout(), "{}", config.effective_toml());

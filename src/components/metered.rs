@@ -55,6 +55,19 @@ impl<T: ?Sized> Metered<T> {
 /// The same set with every capability instrumented under the set's name.
 pub fn metered(set: ManagerSet) -> ManagerSet {
     let name: Arc<str> = set.name.as_str().into();
+    // Its series exist from the start, at zero, for the actions it offers.
+    let actions: Vec<&str> = [
+        (set.power.is_some(), "set_power"),
+        (set.status.is_some(), "power_status"),
+        (set.firmware.is_some(), "start_update"),
+        (set.firmware.is_some(), "update_status"),
+        (set.registration.is_some(), "register"),
+        (set.inventory.is_some(), "observe"),
+    ]
+    .into_iter()
+    .filter_map(|(offered, action)| offered.then_some(action))
+    .collect();
+    metrics::known::manager(&name, &actions);
     ManagerSet {
         power: set
             .power

@@ -2,7 +2,11 @@
 //! small recording functions the rest of the code calls. Labels are closed sets (route
 //! templates, operation and status names, manager and action names): never ids.
 //!
+//! Every series whose labels are known is created at zero with its family ([`known`]).
+//!
 //! The `prometheus` crate is the one the Temporal SDK already builds, so metrics add no crate.
+
+pub mod known;
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -27,8 +31,7 @@ const TASK_BUCKETS: &[f64] = &[
 /// Lookups per shared lookup statement: powers of two up to the batch cap (128).
 const BATCH_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0];
 
-/// The name of every metric family Flow exports (a family appears in the exposition once it
-/// has a series).
+/// The name of every metric family Flow exports; each has series from the start.
 pub const NAMES: &[&str] = &[
     "flow_http_requests_total",
     "flow_http_request_duration_seconds",
@@ -63,7 +66,11 @@ pub struct Metrics {
 
 /// The process-wide metrics. Registration of fixed, valid names cannot fail; a failure would be
 /// a programming error caught by the first test that renders them.
-pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let metrics = Metrics::new();
+    known::create(&metrics);
+    metrics
+});
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     let metric =

@@ -82,7 +82,12 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// One HTTP/1.1 exchange on its own connection: the status and the JSON body (null if none).
-pub(crate) fn http(port: u16, method: &str, path: &str, body: &str) -> std::io::Result<(u16, Value)> {
+pub(crate) fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> std::io::Result<(u16, Value)> {
     http_with(port, method, path, body, &[])
 }
 
@@ -97,7 +102,10 @@ pub(crate) fn http_with(
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let length = body.len();
-    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     write!(
         stream,
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\

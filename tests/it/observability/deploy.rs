@@ -19,7 +19,7 @@ fn yaml(path: &str) -> serde_yaml::Value {
 }
 
 /// `flow_*` metric names in a query, without the histogram suffixes.
-fn metric_names(query: &str) -> BTreeSet<String> {
+pub(super) fn metric_names(query: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     let mut rest = query;
     while let Some(start) = rest.find("flow_") {

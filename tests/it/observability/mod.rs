@@ -4,6 +4,7 @@
 mod config_check;
 mod deploy;
 mod document;
+mod fresh;
 mod metrics;
 mod otlp;
 mod trace;

@@ -190,12 +190,21 @@ fn flow_dev_exports_one_trace_from_the_request_to_the_device_calls_over_otlp_htt
         .map(|s| (s.id.as_str(), s.name.as_str()))
         .collect();
     let parent = |s: &Received| names.get(s.parent.as_str()).copied().unwrap_or("?");
-    let request = spans.iter().find(|s| s.name == "request").expect("a request span");
-    assert_eq!(request.parent, caller, "the request continues the caller's trace");
+    let request = spans
+        .iter()
+        .find(|s| s.name == "request")
+        .expect("a request span");
+    assert_eq!(
+        request.parent, caller,
+        "the request continues the caller's trace"
+    );
     assert!(request.service.contains("flow"), "{}", request.service);
     assert!(spans.iter().any(|s| s.name.starts_with("RunActivity:")));
     let calls: Vec<&Received> = spans.iter().filter(|s| s.name == "device_call").collect();
-    assert!(calls.len() >= 3, "a device call per tray at least: {spans:#?}");
+    assert!(
+        calls.len() >= 3,
+        "a device call per tray at least: {spans:#?}"
+    );
     for call in calls {
         assert!(parent(call).starts_with("RunActivity:"), "{}", parent(call));
     }
