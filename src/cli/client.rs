@@ -15,6 +15,7 @@ pub mod exit {
     pub const CONFLICT: u8 = 4;
     pub const INVALID: u8 = 5;
     pub const SERVER: u8 = 6;
+    pub const AUTH: u8 = 7;
 }
 
 /// Why a client command failed.
@@ -43,10 +44,11 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Api { status, .. } => match *status {
+                401 | 403 => exit::AUTH,
                 404 => exit::NOT_FOUND,
                 409 | 412 => exit::CONFLICT,
                 500.. => exit::SERVER,
-                // 400, 422 and the other client errors (413, 415, 401, 403): the request must change.
+                // 400, 422 and the other client errors (413, 415): the request must change.
                 _ => exit::INVALID,
             },
             CliError::Transport(_) => exit::SERVER,
@@ -100,6 +102,27 @@ impl From<reqwest::Error> for CliError {
     }
 }
 
+/// A base URL the client can use: `http://` or `https://` and a host (`localhost:8080` parses
+/// as a URL of scheme `localhost`, so it is caught here as a usage error, not sent).
+fn check_base(base: &str) -> Result<(), CliError> {
+    let usage = |why: String| {
+        CliError::Usage(format!(
+            "--url / FLOW_URL {base:?}: {why}; give it as http://HOST:PORT or https://HOST:PORT"
+        ))
+    };
+    let url = reqwest::Url::parse(base).map_err(|e| usage(e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(usage(format!(
+            "the scheme must be http or https, not {:?}",
+            url.scheme()
+        )));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(usage("no host".into()));
+    }
+    Ok(())
+}
+
 /// A successful answer: the body as received (for `-o json`) and parsed (for tables).
 #[derive(Debug)]
 pub struct Reply {
@@ -124,6 +147,7 @@ pub const STREAM_TIMEOUT: Duration = Duration::from_secs(3600);
 impl Client {
     /// A client for the API at `base`, sending `token` (when not empty) as a bearer token.
     pub fn new(base: &str, token: Option<String>) -> Result<Self, CliError> {
+        check_base(base)?;
         // reqwest is built on rustls with ring only, which needs a process-wide provider; an Err
         // means one is already installed, which is just as good.
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -130,6 +130,10 @@ pub struct FirmwareArgs {
     /// Give up if not done by this time (RFC 3339).
     #[arg(long)]
     pub end_time: Option<String>,
+    /// Upgrade without asking: otherwise the dry-run plan is printed and the upgrade starts
+    /// only once confirmed on the terminal.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
     #[command(flatten)]
     pub conflict: Conflict,
     #[command(flatten)]
@@ -196,7 +200,33 @@ pub async fn firmware(
     }
     conflict(&mut body, &args.conflict);
     let body = Value::Object(body);
+    if !args.yes && !args.submit.dry_run {
+        let planned =
+            plan::dry_run(client, format, "/v1/operations/firmware-upgrade", &body).await?;
+        if planned != exit::OK {
+            return Ok(planned);
+        }
+        if !confirm("Start this firmware upgrade? [y/N] ") {
+            return Err(CliError::Usage(
+                "firmware upgrade not confirmed; nothing was started (--yes starts it without asking)"
+                    .into(),
+            ));
+        }
+    }
     submit(client, format, "firmware-upgrade", body, &args.submit).await
+}
+
+/// Asks on stderr and reads one line from stdin: only `y` or `yes` confirms (no terminal, an
+/// empty line or end of input do not).
+fn confirm(question: &str) -> bool {
+    use std::io::{BufRead, Write};
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
 fn target_spec(targets: &Targets) -> Map<String, Value> {

@@ -82,6 +82,17 @@ impl Operation {
         }
     }
 
+    /// Whether the operation acts on components of `kind`: a firmware upgrade given per-type
+    /// versions touches only the types it names; every other operation, every type targeted.
+    pub fn touches(&self, kind: ComponentType) -> bool {
+        match self {
+            Self::FirmwareUpgrade { firmware, .. } => {
+                super::plan::listed_types(firmware).is_none_or(|types| types.contains(&kind))
+            }
+            _ => true,
+        }
+    }
+
     /// Bring-up and ingest take the whole rack: they always reject on conflict.
     pub fn may_queue(&self) -> bool {
         self.task_type() != TaskType::BringUp

@@ -76,19 +76,34 @@ impl Plan {
     }
 }
 
-/// The request one component type gets: a per-type version object (`{"compute": "2.1.0", ...}`)
-/// gives each type its own entry, and a type it leaves out the manager's desired version.
+/// A per-type version object (`{"compute": "2.1.0", ...}`), keys parsed as component types
+/// (proto names accepted); `None` for a single version for every type.
+fn per_type(request: &FirmwareRequest) -> Option<Vec<(ComponentType, Option<String>)>> {
+    let text = request.target_version.as_deref()?;
+    let object = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text).ok()?;
+    Some(
+        object
+            .iter()
+            .filter_map(|(k, v)| Some((ComponentType::parse(k)?, v.as_str().map(String::from))))
+            .collect(),
+    )
+}
+
+/// The types a per-type version object names: a firmware upgrade touches only those (a type
+/// left out is not upgraded to anything). `None` when one version is given for every type.
+pub fn listed_types(request: &FirmwareRequest) -> Option<Vec<ComponentType>> {
+    per_type(request).map(|v| v.into_iter().map(|(kind, _)| kind).collect())
+}
+
+/// The request one component type gets: its own entry of a per-type version object, or the
+/// single version every type shares.
 pub fn for_type(request: &FirmwareRequest, kind: ComponentType) -> FirmwareRequest {
-    let target_version = match request
-        .target_version
-        .as_deref()
-        .map(serde_json::from_str::<serde_json::Map<String, serde_json::Value>>)
-    {
-        Some(Ok(per_type)) => per_type
-            .get(kind.as_str())
-            .and_then(|v| v.as_str())
-            .map(String::from),
-        _ => request.target_version.clone(),
+    let target_version = match per_type(request) {
+        Some(per_type) => per_type
+            .into_iter()
+            .find(|(k, _)| *k == kind)
+            .and_then(|(_, v)| v),
+        None => request.target_version.clone(),
     };
     FirmwareRequest {
         target_version,
@@ -105,7 +120,7 @@ pub fn build(rule: &Rule, source: RuleSource, operation: &Operation, devices: &[
     for stage in &rule.definition.stages {
         let of_types: Vec<Device> = devices
             .iter()
-            .filter(|d| stage.component_types.contains(&d.kind))
+            .filter(|d| stage.component_types.contains(&d.kind) && operation.touches(d.kind))
             .cloned()
             .collect();
         if of_types.is_empty() {

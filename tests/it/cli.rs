@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::ops_on_both_backends;
 use crate::support::ops::{Ops, OpsBuilder};
 
+mod firmware;
 mod rollouts;
 mod rules;
 
@@ -274,6 +275,7 @@ async fn power_on_with_wait_succeeds_a_failing_device_exits_1_and_watch_follows_
             "g10",
             "--version",
             "1.4.2",
+            "--yes",
         ],
     )
     .await;

@@ -95,7 +95,7 @@ impl TaskService {
         spec: &OperationSpec,
         request_id: OperationRequestId,
     ) -> Result<Submission> {
-        let work = resolve::resolve(&self.db, &spec.targets).await?;
+        let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
         // Refuse before writing anything when the engine is known to be down: a task that
         // cannot start must never be created (and answered 202). Bad targets still hear 4xx.
         if !self.engine.available() {

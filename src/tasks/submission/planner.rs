@@ -99,6 +99,15 @@ pub struct Decision {
 /// A rule as resolved for one rack, with where it came from.
 pub type ResolvedRule = (Rule, RuleSource);
 
+/// The racks' devices the operation acts on: a firmware upgrade with per-type versions leaves
+/// the other types out of the task (its components, its plan, its maintenance marks) entirely.
+pub fn narrow(spec: &OperationSpec, mut work: Vec<RackWork>) -> Vec<RackWork> {
+    for rack in &mut work {
+        rack.devices.retain(|d| spec.operation.touches(d.kind));
+    }
+    work
+}
+
 /// The rule the rack's task would run, resolved now; `None` when the rack has nothing to run.
 pub async fn rule_for(
     db: &impl ConnectionTrait,

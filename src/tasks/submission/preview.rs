@@ -33,7 +33,7 @@ pub async fn preview(
 ) -> Result<Vec<RackPreview>> {
     check(db, spec).await?;
     let mut out = Vec::new();
-    for rack in resolve::resolve(db, &spec.targets).await? {
+    for rack in planner::narrow(spec, resolve::resolve(db, &spec.targets).await?) {
         let rule = planner::rule_for(db, spec, &rack).await?;
         let active = store::on_rack(db, rack.rack_id, &ACTIVE).await?;
         out.push(planner::decide(
