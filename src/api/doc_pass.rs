@@ -170,11 +170,44 @@ fn parameters(op: &mut Value, schemas: &Value) {
                 "minimum": LIMIT_MIN, "maximum": LIMIT_MAX, "default": LIMIT_DEFAULT,
             });
         }
-        if param.get("example").is_none() && param.get("examples").is_none() {
+        if NOT_PREFILLED.contains(&name.to_ascii_lowercase().as_str()) {
+            example_in_description(param, &name, schemas);
+        } else if param.get("example").is_none() && param.get("examples").is_none() {
             let schema = param["schema"].clone();
             param["example"] = examples::for_parameter(&name, &schema, schemas);
         }
     }
+}
+
+/// Parameters whose example Swagger UI's try-out must not send as pre-filled: an example
+/// cursor is refused (400), `dry_run=true` plans instead of running, and a fixed
+/// `Idempotency-Key` replays the first answer. Their example is given in the description.
+const NOT_PREFILLED: &[&str] = &["cursor", "dry_run", "idempotency-key"];
+
+fn example_in_description(param: &mut Value, name: &str, schemas: &Value) {
+    let schema = param["schema"].clone();
+    let example = match name {
+        "dry_run" => json!(true),
+        _ => examples::for_parameter(name, &schema, schemas),
+    };
+    if let Some(fields) = param.as_object_mut() {
+        fields.remove("example");
+        fields.remove("examples");
+    }
+    if let Some(fields) = param["schema"].as_object_mut() {
+        fields.remove("example");
+        fields.remove("examples");
+    }
+    let shown = example
+        .as_str()
+        .map_or_else(|| example.to_string(), str::to_string);
+    let description = param["description"].as_str().unwrap_or_default().trim_end();
+    let sep = match description.chars().last() {
+        None => "",
+        Some('.') => " ",
+        Some(_) => ". ",
+    };
+    param["description"] = json!(format!("{description}{sep}Example: `{shown}`."));
 }
 
 /// `Map` helper: the operation's responses, created when missing.
