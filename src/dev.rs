@@ -203,7 +203,8 @@ fn banner(config: &Config, started: bool) -> String {
     };
     let temporal = match started {
         true => format!("started by flow dev, headless (no web UI); state in {STATE_DIR}/"),
-        false => "already running (its web UI, if it has one: http://localhost:8233)".into(),
+        // Its web UI's address is the server's own setting: not guessed here.
+        false => "already running (not started by flow dev)".into(),
     };
     [
         "\nFlow dev".to_string(),

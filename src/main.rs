@@ -244,7 +244,7 @@ async fn create_token_in_database(
     };
     let conn = db::connect(&db::DbOptions::new(config.database.url.expose())).await?;
     db::migrate(&conn).await?;
-    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+    let user = local_user();
     let actor = format!("local:{user}");
     let identity = flow::auth::Identity::new(actor.clone(), vec![flow::auth::Role::Admin]);
     let context = std::sync::Arc::new(flow::audit::Context::new(
@@ -264,6 +264,37 @@ async fn create_token_in_database(
     let doc = serde_json::to_value(api::tokens::TokenDoc::from(created.token))?;
     flow::cli::tokens::print_created(&doc, &created.secret);
     Ok(())
+}
+
+/// Who runs the command, for the audit log: `USER` or `LOGNAME`, else the account of the process's
+/// uid (containers often set neither variable), else `uid-N`.
+fn local_user() -> String {
+    for var in ["USER", "LOGNAME"] {
+        if let Ok(name) = std::env::var(var)
+            && !name.trim().is_empty()
+        {
+            return name;
+        }
+    }
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next().map(String::from))
+        });
+    let Some(uid) = uid else {
+        return "unknown".into();
+    };
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|passwd| {
+            passwd.lines().find_map(|l| {
+                let fields: Vec<&str> = l.split(':').collect();
+                (fields.len() > 2 && fields[2] == uid).then(|| fields[0].to_string())
+            })
+        })
+        .unwrap_or_else(|| format!("uid-{uid}"))
 }
 
 async fn shutdown_signal() {

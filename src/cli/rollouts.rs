@@ -257,6 +257,12 @@ pub async fn run(
                 _ => "/approve",
             };
             let reply = client.post_empty(&path(id, action)).await?;
+            // The answer is the rollout as it was: print it once its run took the command.
+            let reply = match action {
+                "/pause" => settled(client, &path(id, ""), reply, |s| s == "paused").await?,
+                "/resume" => settled(client, &path(id, ""), reply, |s| s != "paused").await?,
+                _ => reply,
+            };
             output::emit(format, &reply.text, &reply.body, rollout_view);
         }
         RolloutCommand::Abort { id, cancel_running } => {
@@ -326,15 +332,7 @@ pub fn rollout_view(r: &Value) -> String {
                 cell(&c["not_run"])
             ),
         ),
-        (
-            "failure budget",
-            format!(
-                "{} failed (max racks {}, max fraction {})",
-                cell(&b["failed_racks"]),
-                cell(&b["max_failed_racks"]),
-                cell(&b["max_failed_fraction"])
-            ),
-        ),
+        ("failure budget", budget_text(b)),
     ]);
     let mut table = Table::new(&["WAVE", "RACK", "OUTCOME", "TASK", "TASK STATUS", "REASON"]);
     for w in r["waves"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
@@ -379,4 +377,68 @@ fn plan_view(plan: &Value) -> String {
         }
     }
     table.render()
+}
+
+/// The failure budget, naming only the limits that are set (`null` ones are left out).
+fn budget_text(b: &Value) -> String {
+    let mut limits = Vec::new();
+    if let Some(n) = b["max_failed_racks"].as_u64() {
+        limits.push(format!("max {n} {}", plural(n, "rack", "racks")));
+    }
+    if let Some(f) = b["max_failed_fraction"].as_f64() {
+        limits.push(format!("max fraction {f}"));
+    }
+    let failed = b["failed_racks"].as_u64().unwrap_or(0);
+    let limits = match limits.is_empty() {
+        true => "no limit".to_string(),
+        false => limits.join(", "),
+    };
+    format!("{failed} failed ({limits})")
+}
+
+/// `one` or `many` by count: "1 rack", "2 racks".
+fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
+/// Re-reads the rollout until its status passes `done` (at most about 5 s), so pause and resume
+/// print the state the command led to; the last read otherwise, with a note on stderr.
+async fn settled(
+    client: &Client,
+    path: &str,
+    mut reply: super::client::Reply,
+    done: impl Fn(&str) -> bool,
+) -> Result<super::client::Reply, CliError> {
+    for _ in 0..20 {
+        if done(reply.body["status"].as_str().unwrap_or_default()) {
+            return Ok(reply);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        reply = client.get(path, &[]).await?;
+    }
+    eprintln!(
+        "command delivered; the rollout still shows {}",
+        cell(&reply.body["status"])
+    );
+    Ok(reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::budget_text;
+    use serde_json::json;
+
+    #[test]
+    fn the_budget_names_only_the_limits_set_and_counts_racks_in_words() {
+        let budget = |racks, fraction| {
+            budget_text(&json!({"failed_racks": 1, "max_failed_racks": racks,
+                "max_failed_fraction": fraction}))
+        };
+        assert_eq!(budget(json!(1), json!(null)), "1 failed (max 1 rack)");
+        assert_eq!(
+            budget(json!(3), json!(0.25)),
+            "1 failed (max 3 racks, max fraction 0.25)"
+        );
+        assert_eq!(budget(json!(null), json!(null)), "1 failed (no limit)");
+    }
 }

@@ -31,9 +31,10 @@ fn progress(c: &CountsDoc) -> Markup {
     let total = c.total.max(1);
     let width = |n: u32| format!("width: {:.1}%", f64::from(n) * 100.0 / f64::from(total));
     let label = format!(
-        "{} of {} racks done: {} succeeded, {} failed, {} skipped, {} running, {} pending",
+        "{} of {} {} done: {} succeeded, {} failed, {} skipped, {} running, {} pending",
         c.succeeded + c.failed + c.skipped + c.not_run,
         c.total,
+        if c.total == 1 { "rack" } else { "racks" },
         c.succeeded,
         c.failed,
         c.skipped,
@@ -176,9 +177,9 @@ pub fn rollout_body(r: &RolloutDoc, viewer: &Viewer) -> Markup {
     let budget = &r.failure_budget_used;
     let limit = match (budget.max_failed_racks, budget.max_failed_fraction) {
         (None, None) => "no limit".to_string(),
-        (Some(n), None) => format!("at most {n} racks"),
+        (Some(n), None) => format!("at most {n} {}", racks(n)),
         (None, Some(f)) => format!("at most {:.0}%", f * 100.0),
-        (Some(n), Some(f)) => format!("at most {n} racks and {:.0}%", f * 100.0),
+        (Some(n), Some(f)) => format!("at most {n} {} and {:.0}%", racks(n), f * 100.0),
     };
     let gate = if !r.strategy.approval_after_canary {
         "none"
@@ -323,4 +324,9 @@ pub async fn steer(
     };
     state.rollouts().command(id.into(), command).await?;
     Ok(Redirect::to(&format!("/ui/rollouts/{id}")).into_response())
+}
+
+/// "rack" or "racks" by count.
+fn racks<N: PartialEq + From<u8>>(n: N) -> &'static str {
+    if n == N::from(1) { "rack" } else { "racks" }
 }
