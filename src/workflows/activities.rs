@@ -175,14 +175,16 @@ impl RackActivities {
             error,
         };
         let registered = progress.1.lock().ok().and_then(|mut s| s.take());
-        if let (Ok(_), Some(external_id)) = (&result, registered) {
-            // What registration learnt is the component's external id, as the drift sync
-            // records it: in the observed fields, never the operator's.
+        let power = steps::power_after(&input.actions);
+        if result.is_ok() && (registered.is_some() || power.is_some()) {
+            // What the step established (the external id registration learnt, the power state
+            // it left the device in) is recorded as the drift sync records what it sees: in the
+            // observed fields, never the operator's, so badges are right as the step ends.
             let sighting = crate::drift::compare::Sighting {
                 component_id: component,
-                external_id: Some(external_id),
+                external_id: registered,
                 firmware_version: None,
-                power: None,
+                power,
             };
             crate::drift::store::record_sightings(db, &[sighting], now)
                 .await

@@ -121,6 +121,20 @@ where
     }
 }
 
+/// The power state a device is left in once all of `actions` succeeded: the last power change
+/// or power check decides; `None` when no action is about power.
+pub fn power_after(actions: &[Action]) -> Option<DevicePower> {
+    use crate::rules::model::PowerCode;
+    actions.iter().rev().find_map(|a| match a {
+        Action::VerifyPower { expect, .. } => Some(*expect),
+        Action::PowerControl {
+            operation: Some(PowerCode::PowerOff | PowerCode::ForcePowerOff),
+        } => Some(DevicePower::Off),
+        Action::PowerControl { operation: Some(_) } => Some(DevicePower::On),
+        _ => None,
+    })
+}
+
 fn power_name(p: DevicePower) -> &'static str {
     match p {
         DevicePower::On => "on",

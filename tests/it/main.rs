@@ -19,6 +19,7 @@ mod faults;
 mod migrations;
 mod observability;
 mod operations;
+mod power_truth;
 mod queue;
 mod redfish;
 mod rollouts;
