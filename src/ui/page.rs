@@ -209,6 +209,18 @@ pub fn code<T: Serialize>(value: &T) -> String {
     }
 }
 
+/// An id as the console shows it: its last 12 hex digits (Flow's ids are time-ordered, so
+/// their first digits are a timestamp that many ids of one view share), the full id as the
+/// element's title.
+pub fn short_id(id: impl std::fmt::Display) -> maud::Markup {
+    let full = id.to_string();
+    let tail = full
+        .get(full.len().saturating_sub(12)..)
+        .unwrap_or(&full)
+        .to_string();
+    maud::html! { span.mono title=(full) { "…" (tail) } }
+}
+
 /// A time, to the second, in UTC.
 pub fn time(t: Option<DateTime<Utc>>) -> String {
     t.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
@@ -238,4 +250,20 @@ pub fn csrf_field(token: &super::csrf::CsrfToken) -> Markup {
 /// Escaped text inside a `<pre>` (YAML, JSON).
 pub fn preformatted(text: &str) -> Markup {
     html! { pre { (text) } }
+}
+
+#[cfg(test)]
+mod short_id_tests {
+    use super::short_id;
+
+    #[test]
+    fn ids_made_in_the_same_instant_show_apart_with_the_full_id_as_title() {
+        let ids: Vec<uuid::Uuid> = (0..7).map(|_| uuid::Uuid::now_v7()).collect();
+        let shown: std::collections::BTreeSet<String> =
+            ids.iter().map(|id| short_id(id).into_string()).collect();
+        assert_eq!(shown.len(), 7, "{shown:?}");
+        let one = short_id(ids[0]).into_string();
+        assert!(one.contains(&format!("title=\"{}\"", ids[0])), "{one}");
+        assert!(one.contains(&ids[0].to_string()[24..]), "{one}");
+    }
 }

@@ -312,7 +312,7 @@ pub fn drift_table(items: &[DriftDoc]) -> Markup {
                         (code(&d.diff.kind_of_component)) " "
                         span.mono { (d.diff.external_id.as_deref().or(d.diff.address.as_deref())
                             .map(String::from)
-                            .or_else(|| d.diff.component_id.map(|c| c.to_string()[..8].to_string()))
+                            .or_else(|| d.diff.component_id.map(|c| c.to_string()))
                             .unwrap_or_default()) }
                         @if let Some(rack) = d.diff.rack_id {
                             " " a href=(format!("/ui/racks/{rack}")) { "rack" }

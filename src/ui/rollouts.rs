@@ -161,7 +161,7 @@ fn wave(w: &WaveDoc, current: bool) -> Markup {
                         td { a href=(format!("/ui/racks/{}", rack.rack_id)) { (rack.rack_name) } }
                         td { (badge(&rack.outcome)) }
                         td { @if let Some(t) = rack.task_id {
-                            a.mono href=(format!("/ui/tasks/{t}")) { (t.to_string()[..8]) }
+                            a href=(format!("/ui/tasks/{t}")) { (page::short_id(t)) }
                             " " (badge(rack.task_status.as_deref().unwrap_or("unknown")))
                         } @else { "—" } }
                         td.hide-narrow { (rack.reason.as_deref().unwrap_or("")) }

@@ -34,7 +34,7 @@ pub fn task_table(items: &[TaskDoc]) -> Markup {
             div.table-wrap { table {
                 thead { tr { th { "Task" } th { "Operation" } th { "Status" } th.hide-narrow { "Rack" } th { "Created" } } }
                 tbody { @for t in items { tr {
-                    td.mono { a href=(format!("/ui/tasks/{}", t.id)) { (t.id.to_string()[..8]) } }
+                    td { a href=(format!("/ui/tasks/{}", t.id)) { (page::short_id(t.id)) } }
                     td { (t.operation) }
                     td { (badge(&code(&t.status))) }
                     td.hide-narrow { a href=(format!("/ui/racks/{}", t.rack_id)) { "rack" } }
