@@ -336,7 +336,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         .and_then(|v| v.to_str().ok())
         .map(String::from);
     let context = Arc::new(audit::Context::new(
-        &identity,
+        &identity.actor,
         role.or(identity.main_role()).map(Role::as_str),
         method.as_str(),
         &route,

@@ -17,8 +17,8 @@ use super::schema::rule::{
     RuleVersionDoc, RuleVersionListDoc,
 };
 use crate::app::AppState;
+use crate::domain::code::{OperationCode, UnknownOperation};
 use crate::error::Error;
-use crate::operations::code::{OperationCode, UnknownOperation};
 use crate::rules::store::{self, RuleFilter};
 use crate::rules::{associations, builtin, parse};
 

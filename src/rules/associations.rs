@@ -11,9 +11,9 @@ use uuid::Uuid;
 use super::model::Rule;
 use super::store;
 use crate::db::entities::{rack_rule_associations, racks};
+use crate::domain::code::OperationCode;
 use crate::error::{Error, Result};
 use crate::ids::{RackId, RuleId};
-use crate::operations::code::OperationCode;
 
 /// The rule a rack runs for one operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::model::{Rule, RuleDefinition};
 use super::parse::RuleInput;
 use crate::db::entities::{operation_rule_versions, operation_rules, rack_rule_associations};
+use crate::domain::code::OperationCode;
 use crate::error::{Code, Error, FieldError, Result};
 use crate::ids::RuleId;
-use crate::operations::code::OperationCode;
 
 /// One stored version of a rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use flow::app::{App, AppState};
 use flow::components::providers::{PsmManager, PsmSettings, SimConfig, SimDevices};
 use flow::components::registry::{Registry, psm_set, sim_set};
 use flow::config::Config;
-use flow::inventory::model::ComponentType;
+use flow::domain::ComponentType;
 use flow::workflows::{TemporalEngine, worker};
 use serde_json::Value;
 use temporalio_client::Client;
