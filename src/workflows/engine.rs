@@ -142,10 +142,6 @@ impl WorkflowEngine for TemporalEngine {
         }
     }
 
-    fn rollouts(&self) -> Option<std::sync::Arc<dyn crate::rollouts::RolloutEngine>> {
-        Some(std::sync::Arc::new(self.clone()))
-    }
-
     async fn state(&self, task_id: TaskId) -> Result<Option<RunState>, EngineError> {
         let handle = self
             .client

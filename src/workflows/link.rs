@@ -189,12 +189,6 @@ impl WorkflowEngine for LinkedEngine {
         WorkflowEngine::start(&self.engine()?, task_id, plan, timeout).await
     }
 
-    /// Rollouts through the same link: each call finds the client connected at that moment,
-    /// so a process that started before Temporal was reachable still runs rollouts.
-    fn rollouts(&self) -> Option<Arc<dyn crate::rollouts::RolloutEngine>> {
-        Some(Arc::new(self.clone()))
-    }
-
     async fn cancel(&self, task_id: TaskId, reason: &str) -> Result<(), EngineError> {
         self.engine()?.cancel(task_id, reason).await
     }

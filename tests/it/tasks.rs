@@ -40,7 +40,7 @@ fn reconciler_at(
 ) -> std::sync::Arc<flow::tasks::TaskService> {
     let engine = flow::workflows::TemporalEngine::new(ops.client.clone(), ops.task_queue.clone());
     let app = flow::app::App::builder(ops.app.db.db.clone(), flow::config::Config::default())
-        .engine(std::sync::Arc::new(engine))
+        .engines(std::sync::Arc::new(engine))
         .clock(clock)
         .build();
     app.state().task_service()

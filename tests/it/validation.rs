@@ -60,7 +60,7 @@ impl Harness {
             .registry(registry)
             .build();
         let app = TestApp {
-            router: flow::api::router(built.state().clone()),
+            router: flow::service::router(built.state().clone()),
             db,
         };
         Self { app, psm, built }
