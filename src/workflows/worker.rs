@@ -119,7 +119,7 @@ pub async fn reconcile_loop(
             Ok(fixed) => tracing::info!(fixed, "reconciled tasks with their workflow runs"),
             Err(e) => tracing::warn!(error = %e, "task reconciliation failed; retrying next tick"),
         }
-        let now = chrono::Utc::now();
+        let now = tasks.now();
         match crate::audit::prune_with_lease(tasks.db(), &holder, audit_retention_days, now).await {
             Ok(0) => {}
             Ok(pruned) => tracing::info!(pruned, "pruned audit entries past retention"),
