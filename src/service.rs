@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::drift::sync::{DriftSync, sync_loop};
 use crate::error::{Error, Result};
 use crate::schedules::dispatch_loop;
-use crate::workflows::activities::RackActivities;
+use crate::workflows::rack::activities::RackActivities;
 use crate::workflows::{LinkedEngine, TemporalLink, worker};
 use crate::{api, db, ui};
 

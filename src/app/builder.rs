@@ -20,7 +20,7 @@ use crate::rollouts::{RolloutEngine, RolloutService};
 use crate::schedules::ScheduleService;
 use crate::tasks::TaskService;
 use crate::tasks::engine::{DisabledEngine, WorkflowEngine};
-use crate::workflows::activities::RackActivities;
+use crate::workflows::rack::activities::RackActivities;
 
 /// The assembled application: the handlers' state and what the background parts (worker,
 /// drift sync, schedule dispatcher) are built from.

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use temporalio_client::Client;
 use tokio::sync::watch;
 
-use super::engine::TemporalEngine;
+use super::TemporalEngine;
 use super::worker;
 use crate::ids::{RolloutId, TaskId};
 use crate::operations::plan::Plan;

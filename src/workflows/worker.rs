@@ -14,10 +14,10 @@ use temporalio_common::protos::temporal::api::workflowservice::v1::{
 };
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
-use super::activities::RackActivities;
-use super::rack_operation::RackOperationWorkflow;
-use super::rollout::RolloutWorkflow;
-use super::rollout_activities::RolloutActivities;
+use super::rack::activities::RackActivities;
+use super::rack::workflow::RackOperationWorkflow;
+use super::rollout::activities::RolloutActivities;
+use super::rollout::workflow::RolloutWorkflow;
 use crate::error::{Error, Result};
 use crate::tasks::TaskService;
 

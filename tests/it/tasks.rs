@@ -306,7 +306,7 @@ async fn a_task_whose_workflow_was_terminated_is_reconciled_as_failed(ops: Ops) 
     ops.wait_task(&id, |t| t["status"] == "running").await;
     let handle = ops
         .client
-        .get_workflow_handle::<flow::workflows::rack_operation::RackOperationWorkflow>(id.clone());
+        .get_workflow_handle::<flow::workflows::rack::workflow::RackOperationWorkflow>(id.clone());
     handle
         .terminate(
             temporalio_client::WorkflowTerminateOptions::builder()
