@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::Operation;
-use crate::components::{Device, FirmwareRequest};
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
+use crate::domain::operation::Operation;
+use crate::domain::{Device, FirmwareRequest};
 use crate::rules::model::{Action, AppliedRule, OnFailure, PowerCode, Retry, Rule, RuleSource};
 
 /// One stage of a rack's run.
@@ -76,29 +76,10 @@ impl Plan {
     }
 }
 
-/// A per-type version object (`{"compute": "2.1.0", ...}`), keys parsed as component types
-/// (proto names accepted); `None` for a single version for every type.
-fn per_type(request: &FirmwareRequest) -> Option<Vec<(ComponentType, Option<String>)>> {
-    let text = request.target_version.as_deref()?;
-    let object = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text).ok()?;
-    Some(
-        object
-            .iter()
-            .filter_map(|(k, v)| Some((ComponentType::parse(k)?, v.as_str().map(String::from))))
-            .collect(),
-    )
-}
-
-/// The types a per-type version object names: a firmware upgrade touches only those (a type
-/// left out is not upgraded to anything). `None` when one version is given for every type.
-pub fn listed_types(request: &FirmwareRequest) -> Option<Vec<ComponentType>> {
-    per_type(request).map(|v| v.into_iter().map(|(kind, _)| kind).collect())
-}
-
 /// The request one component type gets: its own entry of a per-type version object, or the
 /// single version every type shares.
 pub fn for_type(request: &FirmwareRequest, kind: ComponentType) -> FirmwareRequest {
-    let target_version = match per_type(request) {
+    let target_version = match crate::domain::operation::per_type(request) {
         Some(per_type) => per_type
             .into_iter()
             .find(|(k, _)| *k == kind)

@@ -6,7 +6,7 @@
 //! their status codes are not a closed set worth enumerating.
 
 use super::Metrics;
-use crate::operations::code::OperationCode;
+use crate::domain::code::OperationCode;
 
 /// The terminal statuses `flow_tasks_total` counts.
 pub const TASK_END_STATUSES: &[&str] = &["succeeded", "failed", "cancelled"];

@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::code::OperationCode;
-use crate::components::{FirmwareRequest, PowerOp};
+use super::device::{FirmwareRequest, PowerOp};
+use super::kinds::ComponentType;
 use crate::error::{Result, Violations};
-use crate::inventory::model::ComponentType;
+use crate::ids::{RackId, RuleId};
 
 /// What to do to the targeted components.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,7 +88,7 @@ impl Operation {
     pub fn touches(&self, kind: ComponentType) -> bool {
         match self {
             Self::FirmwareUpgrade { firmware, .. } => {
-                super::plan::listed_types(firmware).is_none_or(|types| types.contains(&kind))
+                listed_types(firmware).is_none_or(|types| types.contains(&kind))
             }
             _ => true,
         }
@@ -233,6 +234,59 @@ impl OperationSpec {
         }
         v.finish()
     }
+}
+
+/// The operation a schedule fire or a rollout wave submits, without targets: the scope supplies
+/// one rack per task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationTemplate {
+    pub operation: Operation,
+    pub queue_timeout_secs: u64,
+    /// Carried into every submitted spec; resolution happens at submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_id: Option<RuleId>,
+}
+
+impl OperationTemplate {
+    /// The spec one rack's task is submitted with.
+    pub fn spec_for(
+        &self,
+        description: String,
+        conflict_strategy: ConflictStrategy,
+        rack_id: RackId,
+        component_types: &[ComponentType],
+    ) -> OperationSpec {
+        OperationSpec {
+            operation: self.operation.clone(),
+            targets: TargetSpec::Racks(vec![RackTarget {
+                rack: RackRef::Id(rack_id.into()),
+                component_types: component_types.to_vec(),
+            }]),
+            description: Some(description),
+            conflict_strategy,
+            queue_timeout_secs: self.queue_timeout_secs,
+            rule_id: self.rule_id,
+        }
+    }
+}
+
+/// A per-type version object (`{"compute": "2.1.0", ...}`), keys parsed as component types
+/// (proto names accepted); `None` for a single version for every type.
+pub fn per_type(request: &FirmwareRequest) -> Option<Vec<(ComponentType, Option<String>)>> {
+    let text = request.target_version.as_deref()?;
+    let object = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text).ok()?;
+    Some(
+        object
+            .iter()
+            .filter_map(|(k, v)| Some((ComponentType::parse(k)?, v.as_str().map(String::from))))
+            .collect(),
+    )
+}
+
+/// The types a per-type version object names: a firmware upgrade touches only those (a type
+/// left out is not upgraded to anything). `None` when one version is given for every type.
+pub fn listed_types(request: &FirmwareRequest) -> Option<Vec<ComponentType>> {
+    per_type(request).map(|v| v.into_iter().map(|(kind, _)| kind).collect())
 }
 
 #[cfg(test)]
