@@ -226,12 +226,8 @@ async fn create_token_in_database(
     let config = Config::from_env()?;
     let role = flow::auth::Role::parse(role)
         .context("--role must be viewer, operator, editor or admin")?;
-    let expires_in = match expires {
-        Some(text) => {
-            Some(tokens::parse_lifetime(text).context("--expires must look like 90d, 12h or 30m")?)
-        }
-        None => None,
-    };
+    let expires_in =
+        Some(tokens::lifetime(expires, config.auth.token_max_days).context("--expires")?);
     let conn = db::connect(&db::DbOptions::new(config.database.url.expose())).await?;
     db::migrate(&conn).await?;
     let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());

@@ -41,6 +41,7 @@ pub async fn run(
     roles: Roles,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    crate::auth::check_at_start(&config).map_err(|e| Error::invalid("FLOW_JWT_JWKS_FILE", e))?;
     let mut options = db::DbOptions::new(config.database.url.expose());
     options.acquire_timeout = config.database.acquire_timeout;
     let conn = db::connect(&options).await?;

@@ -21,6 +21,9 @@ use crate::error::Code;
 pub enum Access {
     /// Anyone: probes, the OpenAPI document, Swagger UI.
     Public,
+    /// Anyone, but a caller whose bearer credentials check out is known to the handler (which
+    /// shows such a caller more): readiness, whose details name internal addresses.
+    Probe,
     /// Public unless `FLOW_METRICS_PUBLIC=false`, then `viewer`.
     Metrics,
     /// At least this role.
@@ -32,13 +35,13 @@ pub enum Access {
     Session(Role),
 }
 
-use Access::{Metrics, Needs, Public, Runs, Session};
+use Access::{Metrics, Needs, Probe, Public, Runs, Session};
 use Role::{Admin, Editor, Operator, Viewer};
 
 /// Every route, one line each: method, path template (as the OpenAPI document spells it), access.
 pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/healthz", Public),
-    ("GET", "/readyz", Public),
+    ("GET", "/readyz", Probe),
     ("GET", "/metrics", Metrics),
     ("GET", "/openapi.json", Public),
     ("GET", "/v1/version", Needs(Viewer)),
@@ -156,8 +159,18 @@ pub const PREFIXES: &[(&str, &str, Access)] = &[
     ("*", "/ui", Session(Operator)),
 ];
 
-/// The tables' decision for a route, if they have one.
+/// The tables' decision for a route, if they have one. `HEAD` is a `GET` without its body: a
+/// route without a `HEAD` row of its own takes its `GET` row's decision.
 pub fn access_for(method: &str, path: &str) -> Option<Access> {
+    decided(method, path).or_else(|| {
+        method
+            .eq_ignore_ascii_case("HEAD")
+            .then(|| decided("GET", path))
+            .flatten()
+    })
+}
+
+fn decided(method: &str, path: &str) -> Option<Access> {
     let method_matches = |m: &str| m == "*" || m.eq_ignore_ascii_case(method);
     ROUTES
         .iter()
@@ -176,7 +189,7 @@ pub fn access_for(method: &str, path: &str) -> Option<Access> {
 /// The role a request needs, or `None` when it is public.
 fn needed(access: Access, query: Option<&str>, metrics_public: bool) -> Option<Role> {
     match access {
-        Public => None,
+        Public | Probe => None,
         Metrics if metrics_public => None,
         Metrics => Some(Viewer),
         Needs(role) | Session(role) => Some(role),
@@ -194,7 +207,7 @@ fn is_dry_run(query: Option<&str>) -> bool {
 /// What the OpenAPI description says a route needs.
 pub fn describe(access: Access) -> Option<&'static str> {
     match access {
-        Public => None,
+        Public | Probe => None,
         Metrics => {
             Some("Public unless `FLOW_METRICS_PUBLIC=false`; then requires the `viewer` role.")
         }
@@ -274,6 +287,9 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         Needs(Admin)
     });
     let Some(needed) = needed(access, request.uri().query(), state.config().metrics.public) else {
+        if access == Probe {
+            probe_identity(&state, &mut request).await;
+        }
         return next.run(request).await;
     };
     // The console answers in HTML and takes its session cookie; everything else takes only a
@@ -286,14 +302,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         let presented = if console {
             crate::ui::session::token(request.headers())
         } else {
-            request
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split_once(' '))
-                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-                .map(|(_, token)| token.trim())
-                .filter(|t| !t.is_empty())
+            bearer(request.headers())
         };
         let Some(presented) = presented else {
             return if console {
@@ -353,6 +362,33 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     response
 }
 
+/// The bearer credential of a request's `Authorization` header, if it has one.
+fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// On a [`Probe`] route: the caller's identity when its credentials check out (anyone under
+/// `FLOW_AUTH=none`); a caller without them, or with bad ones, stays anonymous and unrefused.
+async fn probe_identity(state: &AppState, request: &mut Request) {
+    let auth = state.authenticator();
+    let identity = if auth.modes().is_none() {
+        Some(Identity::anonymous())
+    } else if let Some(presented) = bearer(request.headers()) {
+        auth.authenticate(presented).await.ok()
+    } else {
+        None
+    };
+    if let Some(identity) = identity {
+        request.extensions_mut().insert(identity);
+    }
+}
+
 /// Gives the rows a request recorded its status, or records the request itself when it changed
 /// nothing (refused, failed, or a route whose store records nothing).
 async fn finish_audit(state: &AppState, context: &audit::Context, status: StatusCode) {
@@ -364,5 +400,22 @@ async fn finish_audit(state: &AppState, context: &audit::Context, status: Status
     };
     if let Err(e) = result {
         tracing::error!(error = %e, route = %context.route, "recording the request's outcome in the audit log failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_takes_the_decision_of_get_everywhere() {
+        for (method, path, access) in ROUTES {
+            if *method == "GET" {
+                assert_eq!(access_for("HEAD", path), Some(*access), "{path}");
+            }
+        }
+        assert_eq!(access_for("HEAD", "/healthz"), Some(Public));
+        assert_eq!(access_for("HEAD", "/ui/racks"), Some(Session(Viewer)));
+        assert_eq!(access_for("HEAD", "/no/such/route"), None);
     }
 }

@@ -29,8 +29,46 @@ pub use tree::{
     Server, Sim, Temporal,
 };
 
-/// Hides the password in `scheme://user:password@host/db`.
+/// Hides the password in `scheme://user:password@host/db`, and the values of query parameters
+/// that name a secret (`?password=…`, `sslpassword`, `token`, `api_key`, …).
 pub fn redact_url(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut out = redact_userinfo(base);
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if names_secret(key) => format!("{key}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    out
+}
+
+/// Whether a query parameter's name says its value is a secret.
+fn names_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "key",
+        "auth",
+        "credential",
+        "signature",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
+fn redact_userinfo(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
             let creds = &url[scheme_end + 3..at];

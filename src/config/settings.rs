@@ -301,12 +301,14 @@ pub const SETTINGS: &[Setting] = &[
             check: Some(check::jwks_url),
         },
     )
-    .form(EnvForm::Trimmed),
+    .form(EnvForm::Trimmed)
+    .redact(Redact::UrlPassword),
     free("FLOW_JWT_JWKS_FILE", "auth.jwt.jwks_file", ""),
     free("FLOW_JWT_ISSUER", "auth.jwt.issuer", ""),
     free("FLOW_JWT_AUDIENCE", "auth.jwt.audience", ""),
     free("FLOW_JWT_ROLES_CLAIM", "auth.jwt.roles_claim", "roles"),
     free("FLOW_JWT_ROLE_MAP", "auth.jwt.role_map", ""),
+    int("FLOW_TOKEN_MAX_DAYS", "auth.token_max_days", 365, 1, 36_500),
     flag("FLOW_METRICS_PUBLIC", "metrics.public", true),
     int(
         "FLOW_AUDIT_RETENTION_DAYS",

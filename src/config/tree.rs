@@ -178,6 +178,9 @@ pub struct Auth {
     /// `flow serve` and `flow worker` refuse.
     pub mode: String,
     pub jwt: Jwt,
+    /// The longest lifetime an API token may be given, and the lifetime of one created
+    /// without `expires`.
+    pub token_max_days: u64,
 }
 
 /// JWTs from an identity provider.
