@@ -257,7 +257,9 @@ async fn serve_api(
     let grace = config.server.shutdown_grace;
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let drain_state = state.clone();
-    let server = axum::serve(listener, api::router(state)).with_graceful_shutdown(async move {
+    // The peer address reaches the handlers: logs, spans and the audit log name the client.
+    let app = api::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         shutdown.await;
         // Stop accepting (axum does on return) and end event streams with a final event, so
         // open streams do not hold the process until their tasks end.

@@ -231,6 +231,7 @@ fn mutating(method: &Method) -> bool {
 
 /// `401` with the challenge RFC 6750 defines; `error=` says why a presented token failed.
 fn unauthorized(err: &AuthError) -> Response {
+    auth_failed(err);
     let challenge = match err {
         AuthError::Missing => "Bearer realm=\"flow\"".to_string(),
         other => {
@@ -249,6 +250,16 @@ fn unauthorized(err: &AuthError) -> Response {
             .insert(header::WWW_AUTHENTICATE, value);
     }
     response
+}
+
+/// Counts a refused credential in `flow_auth_failures_total`.
+fn auth_failed(err: &AuthError) {
+    let reason = match err {
+        AuthError::Missing => "missing",
+        AuthError::Expired => "expired",
+        AuthError::Invalid | AuthError::KeysUnavailable => "invalid",
+    };
+    crate::telemetry::metrics::auth_failure(reason);
 }
 
 fn forbidden_problem(identity: &Identity, needed: Role) -> Problem {
@@ -328,6 +339,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             Err(e) => {
                 tracing::info!(%method, %route, reason = %e, "refused a bearer token");
                 return if console {
+                    auth_failed(&e);
                     crate::ui::session::to_login(request.method(), request.uri(), request.headers())
                 } else {
                     unauthorized(&e)
@@ -344,22 +356,56 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map(String::from);
-    let context = Arc::new(audit::Context::new(
-        &identity,
-        role.or(identity.main_role()).map(Role::as_str),
-        method.as_str(),
-        &route,
-        request_id,
-    ));
+    let client = request
+        .extensions()
+        .get::<super::client::ClientAddr>()
+        .map(|c| c.0.to_string());
+    let context = Arc::new(
+        audit::Context::new(
+            &identity,
+            role.or(identity.main_role()).map(Role::as_str),
+            method.as_str(),
+            &route,
+            request_id,
+        )
+        .from_client(client),
+    );
+    let mut on_panic = AuditOnPanic {
+        state: audited.then(|| state.clone()),
+        context: context.clone(),
+    };
     let response = match role {
         Some(_) => audit::scope(context.clone(), next.run(request)).await,
         None if console => crate::ui::page::error_page(forbidden_problem(&identity, needed)),
         None => forbidden_problem(&identity, needed).into_response(),
     };
+    on_panic.state = None;
     if audited {
         finish_audit(&state, &context, response.status()).await;
     }
     response
+}
+
+/// Audits the attempted change of a request whose handler panicked: the unwind skips the
+/// guard's own bookkeeping, so this runs on drop during the unwind (the panic layer outside
+/// answers 500). Disarmed once the handler returns.
+struct AuditOnPanic {
+    /// Set for a request that is audited.
+    state: Option<AppState>,
+    context: Arc<audit::Context>,
+}
+
+impl Drop for AuditOnPanic {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take()
+            && std::thread::panicking()
+        {
+            let context = self.context.clone();
+            tokio::spawn(async move {
+                finish_audit(&state, &context, StatusCode::INTERNAL_SERVER_ERROR).await;
+            });
+        }
+    }
 }
 
 /// The bearer credential of a request's `Authorization` header, if it has one.
@@ -417,5 +463,58 @@ mod tests {
         assert_eq!(access_for("HEAD", "/healthz"), Some(Public));
         assert_eq!(access_for("HEAD", "/ui/racks"), Some(Session(Viewer)));
         assert_eq!(access_for("HEAD", "/no/such/route"), None);
+    }
+
+    async fn boom() -> &'static str {
+        panic!("boom in a handler")
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_and_its_attempted_change_is_audited() {
+        use tower::ServiceExt;
+        let path = std::env::temp_dir().join(format!("flow-panic-{}.db", uuid::Uuid::new_v4()));
+        let url = format!("sqlite://{}?mode=rwc", path.display());
+        let db = crate::db::connect(&crate::db::DbOptions::new(url))
+            .await
+            .unwrap();
+        crate::db::migrate(&db).await.unwrap();
+        let config = crate::config::Config::default();
+        let state = crate::app::App::builder(db.clone(), config)
+            .build()
+            .into_state();
+        // The real guard and the real panic layer around a handler that panics.
+        let router = axum::Router::new()
+            .route("/v1/racks/{id}", axum::routing::patch(boom))
+            .route_layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+            .with_state(state)
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+                super::super::panic_answer as super::super::PanicAnswer,
+            ));
+        let request = axum::http::Request::patch("/v1/racks/x")
+            .header("x-request-id", "req-panic-1")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let answer = router.oneshot(request).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            answer.headers()[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let row = loop {
+            let rows = crate::audit::query::list(&db, &Default::default(), 10)
+                .await
+                .unwrap();
+            if let Some(row) = rows.into_iter().find(|r| r.route == "/v1/racks/{id}") {
+                break row;
+            }
+            assert!(std::time::Instant::now() < deadline, "no audit row");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        assert_eq!(row.status, Some(500));
+        assert_eq!(row.method, "PATCH");
+        assert_eq!(row.request_id.as_deref(), Some("req-panic-1"));
+        db.close().await.ok();
+        let _ = std::fs::remove_file(&path);
     }
 }

@@ -86,6 +86,20 @@ fn redact_userinfo(url: &str) -> String {
     }
 }
 
+/// Parses addresses and CIDRs (`10.0.0.0/8`, `fd00::/48`, `127.0.0.1`; a bare address is a
+/// network of one).
+pub fn parse_networks(items: &[String]) -> Result<Vec<ipnet::IpNet>, String> {
+    items
+        .iter()
+        .map(|item| {
+            let item = item.trim();
+            item.parse::<ipnet::IpNet>()
+                .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| format!("{item:?} is not an address or CIDR"))
+        })
+        .collect()
+}
+
 /// A configuration problem, naming the variable or file key at fault.
 #[derive(Debug, thiserror::Error)]
 #[error("configuration: {0}")]

@@ -187,6 +187,7 @@ pub const SETTINGS: &[Setting] = &[
     flag("FLOW_MIGRATE_ON_START", "database.migrate_on_start", true),
     flag("FLOW_LOOKUP_BATCHING", "database.lookup_batching", true),
     flag("FLOW_DEV_MODE", "server.dev_mode", false),
+    list("FLOW_TRUSTED_PROXIES", "server.trusted_proxies"),
     // Empty is not "unset" here: it used to mean inventory-only, and silently falling back to
     // localhost would surprise whoever set it; the check refuses it.
     text(

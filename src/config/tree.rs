@@ -44,6 +44,9 @@ pub struct Server {
     /// After SIGTERM: how long in-flight requests and event streams get before the process exits.
     #[serde(with = "secs")]
     pub shutdown_grace: Duration,
+    /// Addresses or CIDRs of reverse proxies whose `X-Forwarded-For` / `Forwarded` header
+    /// names the client; from anyone else those headers are ignored.
+    pub trusted_proxies: Vec<String>,
 }
 
 /// Logging.

@@ -8,6 +8,7 @@ mod credentials;
 mod hardening;
 mod matrix;
 mod openapi;
+mod provenance;
 mod retention;
 mod rs256;
 
