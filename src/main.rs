@@ -130,7 +130,7 @@ async fn main() -> anyhow::Result<()> {
             let _telemetry = telemetry::init(&config.log.filter, &config.log.format);
             let conn = db::connect(&db::DbOptions::new(config.database.url.expose())).await?;
             match action.unwrap_or(MigrateAction::Up) {
-                MigrateAction::Up => Migrator::up(&conn, None).await?,
+                MigrateAction::Up => db::migrate(&conn).await?,
                 MigrateAction::Down => Migrator::down(&conn, Some(1)).await?,
                 MigrateAction::Status => Migrator::status(&conn).await?,
             }
