@@ -13,10 +13,9 @@ use crate::config::Config;
 use crate::drift::sync::{DriftSync, sync_loop};
 use crate::error::{Error, Result};
 use crate::schedules::dispatch_loop;
-use crate::tasks::engine::WorkflowEngine;
-use crate::workflows::activities::RackActivities;
+use crate::workflows::rack::activities::RackActivities;
 use crate::workflows::{LinkedEngine, TemporalLink, worker};
-use crate::{api, db};
+use crate::{api, db, ui};
 
 /// Which parts this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,12 +78,14 @@ pub async fn run(
         .map_err(|e| Error::invalid("FLOW_TEMPORAL_ADDRESS", e.to_string()))?;
     let link = TemporalLink::new(&config.temporal.address, &config.temporal.namespace);
     let maintainer = tokio::spawn(link.clone().maintain());
-    let engine: Arc<dyn WorkflowEngine> = Arc::new(LinkedEngine::new(
+    // Tasks and rollouts through the same link: each call finds the client connected at that
+    // moment, so a process that started before Temporal was reachable still runs both.
+    let engine = Arc::new(LinkedEngine::new(
         link.clone(),
         config.temporal.task_queue.clone(),
     ));
     let app = App::builder(conn, config.clone())
-        .engine(engine)
+        .engines(engine)
         .registry(registry.clone())
         .build();
     let state = app.state().clone();
@@ -239,6 +240,12 @@ async fn stop_drift_sync(
     }
 }
 
+/// The whole HTTP application of a process: the API and the operator console side by side,
+/// behind one guard and middleware stack.
+pub fn router(state: AppState) -> axum::Router {
+    api::router_with(state, ui::routes(), ui::face())
+}
+
 async fn serve_api(
     config: Config,
     state: AppState,
@@ -258,7 +265,7 @@ async fn serve_api(
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let drain_state = state.clone();
     // The peer address reaches the handlers: logs, spans and the audit log name the client.
-    let app = api::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         shutdown.await;
         // Stop accepting (axum does on return) and end event streams with a final event, so

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::components::registry::Registry;
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 use crate::operations::plan::Plan;
 use crate::rules::model::Action;
 
