@@ -133,7 +133,7 @@ async fn main() -> anyhow::Result<()> {
             let _telemetry = telemetry::init(&config.log.filter, &config.log.format);
             let conn = db::connect(&db::DbOptions::new(config.database.url.expose())).await?;
             match action.unwrap_or(MigrateAction::Up) {
-                MigrateAction::Up => Migrator::up(&conn, None).await?,
+                MigrateAction::Up => db::migrate(&conn).await?,
                 MigrateAction::Down => Migrator::down(&conn, Some(1)).await?,
                 MigrateAction::Status => Migrator::status(&conn).await?,
             }
@@ -236,12 +236,8 @@ async fn create_token_in_database(
     let config = Config::from_env()?;
     let role = flow::auth::Role::parse(role)
         .context("--role must be viewer, operator, editor or admin")?;
-    let expires_in = match expires {
-        Some(text) => {
-            Some(tokens::parse_lifetime(text).context("--expires must look like 90d, 12h or 30m")?)
-        }
-        None => None,
-    };
+    let expires_in =
+        Some(tokens::lifetime(expires, config.auth.token_max_days).context("--expires")?);
     let conn = db::connect(&db::DbOptions::new(config.database.url.expose())).await?;
     db::migrate(&conn).await?;
     let user = local_user();

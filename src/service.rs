@@ -40,6 +40,7 @@ pub async fn run(
     roles: Roles,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    crate::auth::check_at_start(&config).map_err(|e| Error::invalid("FLOW_JWT_JWKS_FILE", e))?;
     let mut options = db::DbOptions::new(config.database.url.expose());
     options.acquire_timeout = config.database.acquire_timeout;
     let conn = db::connect(&options).await?;
@@ -263,7 +264,9 @@ async fn serve_api(
     let grace = config.server.shutdown_grace;
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let drain_state = state.clone();
-    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+    // The peer address reaches the handlers: logs, spans and the audit log name the client.
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         shutdown.await;
         // Stop accepting (axum does on return) and end event streams with a final event, so
         // open streams do not hold the process until their tasks end.

@@ -9,6 +9,7 @@ mod m20261201_000003_create_drift;
 mod m20261201_000004_create_schedules;
 mod m20261202_000006_create_auth;
 mod m20261202_000007_create_rollouts;
+mod m20261203_000008_add_audit_client;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -25,6 +26,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000004_create_schedules::Migration),
             Box::new(m20261202_000006_create_auth::Migration),
             Box::new(m20261202_000007_create_rollouts::Migration),
+            Box::new(m20261203_000008_add_audit_client::Migration),
         ]
     }
 }

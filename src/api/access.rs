@@ -21,6 +21,9 @@ use crate::error::Code;
 pub enum Access {
     /// Anyone: probes, the OpenAPI document, Swagger UI.
     Public,
+    /// Anyone, but a caller whose bearer credentials check out is known to the handler (which
+    /// shows such a caller more): readiness, whose details name internal addresses.
+    Probe,
     /// Public unless `FLOW_METRICS_PUBLIC=false`, then `viewer`.
     Metrics,
     /// At least this role.
@@ -32,7 +35,7 @@ pub enum Access {
     Session(Role),
 }
 
-use Access::{Metrics, Needs, Public, Runs, Session};
+use Access::{Metrics, Needs, Probe, Public, Runs, Session};
 
 /// How the console answers for itself where the guard stops a request: its session credential,
 /// its sign-in redirect and its error page. The console (`ui`) supplies it when it is mounted
@@ -52,7 +55,7 @@ use Role::{Admin, Editor, Operator, Viewer};
 /// Every route, one line each: method, path template (as the OpenAPI document spells it), access.
 pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/healthz", Public),
-    ("GET", "/readyz", Public),
+    ("GET", "/readyz", Probe),
     ("GET", "/metrics", Metrics),
     ("GET", "/openapi.json", Public),
     ("GET", "/v1/version", Needs(Viewer)),
@@ -170,8 +173,18 @@ pub const PREFIXES: &[(&str, &str, Access)] = &[
     ("*", "/ui", Session(Operator)),
 ];
 
-/// The tables' decision for a route, if they have one.
+/// The tables' decision for a route, if they have one. `HEAD` is a `GET` without its body: a
+/// route without a `HEAD` row of its own takes its `GET` row's decision.
 pub fn access_for(method: &str, path: &str) -> Option<Access> {
+    decided(method, path).or_else(|| {
+        method
+            .eq_ignore_ascii_case("HEAD")
+            .then(|| decided("GET", path))
+            .flatten()
+    })
+}
+
+fn decided(method: &str, path: &str) -> Option<Access> {
     let method_matches = |m: &str| m == "*" || m.eq_ignore_ascii_case(method);
     ROUTES
         .iter()
@@ -190,7 +203,7 @@ pub fn access_for(method: &str, path: &str) -> Option<Access> {
 /// The role a request needs, or `None` when it is public.
 fn needed(access: Access, query: Option<&str>, metrics_public: bool) -> Option<Role> {
     match access {
-        Public => None,
+        Public | Probe => None,
         Metrics if metrics_public => None,
         Metrics => Some(Viewer),
         Needs(role) | Session(role) => Some(role),
@@ -208,7 +221,7 @@ fn is_dry_run(query: Option<&str>) -> bool {
 /// What the OpenAPI description says a route needs.
 pub fn describe(access: Access) -> Option<&'static str> {
     match access {
-        Public => None,
+        Public | Probe => None,
         Metrics => {
             Some("Public unless `FLOW_METRICS_PUBLIC=false`; then requires the `viewer` role.")
         }
@@ -232,6 +245,7 @@ fn mutating(method: &Method) -> bool {
 
 /// `401` with the challenge RFC 6750 defines; `error=` says why a presented token failed.
 fn unauthorized(err: &AuthError) -> Response {
+    auth_failed(err);
     let challenge = match err {
         AuthError::Missing => "Bearer realm=\"flow\"".to_string(),
         other => {
@@ -250,6 +264,16 @@ fn unauthorized(err: &AuthError) -> Response {
             .insert(header::WWW_AUTHENTICATE, value);
     }
     response
+}
+
+/// Counts a refused credential in `flow_auth_failures_total`.
+fn auth_failed(err: &AuthError) {
+    let reason = match err {
+        AuthError::Missing => "missing",
+        AuthError::Expired => "expired",
+        AuthError::Invalid | AuthError::KeysUnavailable => "invalid",
+    };
+    crate::telemetry::metrics::auth_failure(reason);
 }
 
 fn forbidden_problem(identity: &Identity, needed: Role) -> Problem {
@@ -288,6 +312,9 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         Needs(Admin)
     });
     let Some(needed) = needed(access, request.uri().query(), state.config().metrics.public) else {
+        if access == Probe {
+            probe_identity(&state, &mut request).await;
+        }
         return next.run(request).await;
     };
     // The console answers in HTML and takes its session cookie; everything else takes only a
@@ -303,14 +330,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         let presented = if let Some(face) = console {
             (face.token)(request.headers())
         } else {
-            request
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split_once(' '))
-                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-                .map(|(_, token)| token.trim())
-                .filter(|t| !t.is_empty())
+            bearer(request.headers())
         };
         let Some(presented) = presented else {
             return match console {
@@ -335,6 +355,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
                 tracing::info!(%method, %route, reason = %e, "refused a bearer token");
                 return match console {
                     Some(face) => {
+                        auth_failed(&e);
                         (face.to_login)(request.method(), request.uri(), request.headers())
                     }
                     None => unauthorized(&e),
@@ -351,13 +372,24 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map(String::from);
-    let context = Arc::new(audit::Context::new(
-        &identity.actor,
-        role.or(identity.main_role()).map(Role::as_str),
-        method.as_str(),
-        &route,
-        request_id,
-    ));
+    let client = request
+        .extensions()
+        .get::<super::client::ClientAddr>()
+        .map(|c| c.0.to_string());
+    let context = Arc::new(
+        audit::Context::new(
+            &identity.actor,
+            role.or(identity.main_role()).map(Role::as_str),
+            method.as_str(),
+            &route,
+            request_id,
+        )
+        .from_client(client),
+    );
+    let mut on_panic = AuditOnPanic {
+        state: audited.then(|| state.clone()),
+        context: context.clone(),
+    };
     let response = match role {
         Some(_) => audit::scope(context.clone(), next.run(request)).await,
         None => match console {
@@ -365,10 +397,60 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             None => forbidden_problem(&identity, needed).into_response(),
         },
     };
+    on_panic.state = None;
     if audited {
         finish_audit(&state, &context, response.status()).await;
     }
     response
+}
+
+/// Audits the attempted change of a request whose handler panicked: the unwind skips the
+/// guard's own bookkeeping, so this runs on drop during the unwind (the panic layer outside
+/// answers 500). Disarmed once the handler returns.
+struct AuditOnPanic {
+    /// Set for a request that is audited.
+    state: Option<AppState>,
+    context: Arc<audit::Context>,
+}
+
+impl Drop for AuditOnPanic {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take()
+            && std::thread::panicking()
+        {
+            let context = self.context.clone();
+            tokio::spawn(async move {
+                finish_audit(&state, &context, StatusCode::INTERNAL_SERVER_ERROR).await;
+            });
+        }
+    }
+}
+
+/// The bearer credential of a request's `Authorization` header, if it has one.
+fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// On a [`Probe`] route: the caller's identity when its credentials check out (anyone under
+/// `FLOW_AUTH=none`); a caller without them, or with bad ones, stays anonymous and unrefused.
+async fn probe_identity(state: &AppState, request: &mut Request) {
+    let auth = state.authenticator();
+    let identity = if auth.modes().is_none() {
+        Some(Identity::anonymous())
+    } else if let Some(presented) = bearer(request.headers()) {
+        auth.authenticate(presented).await.ok()
+    } else {
+        None
+    };
+    if let Some(identity) = identity {
+        request.extensions_mut().insert(identity);
+    }
 }
 
 /// Gives the rows a request recorded its status, or records the request itself when it changed
@@ -382,5 +464,75 @@ async fn finish_audit(state: &AppState, context: &audit::Context, status: Status
     };
     if let Err(e) = result {
         tracing::error!(error = %e, route = %context.route, "recording the request's outcome in the audit log failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_takes_the_decision_of_get_everywhere() {
+        for (method, path, access) in ROUTES {
+            if *method == "GET" {
+                assert_eq!(access_for("HEAD", path), Some(*access), "{path}");
+            }
+        }
+        assert_eq!(access_for("HEAD", "/healthz"), Some(Public));
+        assert_eq!(access_for("HEAD", "/ui/racks"), Some(Session(Viewer)));
+        assert_eq!(access_for("HEAD", "/no/such/route"), None);
+    }
+
+    async fn boom() -> &'static str {
+        panic!("boom in a handler")
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_and_its_attempted_change_is_audited() {
+        use tower::ServiceExt;
+        let path = std::env::temp_dir().join(format!("flow-panic-{}.db", uuid::Uuid::new_v4()));
+        let url = format!("sqlite://{}?mode=rwc", path.display());
+        let db = crate::db::connect(&crate::db::DbOptions::new(url))
+            .await
+            .unwrap();
+        crate::db::migrate(&db).await.unwrap();
+        let config = crate::config::Config::default();
+        let state = crate::app::App::builder(db.clone(), config)
+            .build()
+            .into_state();
+        // The real guard and the real panic layer around a handler that panics.
+        let router = axum::Router::new()
+            .route("/v1/racks/{id}", axum::routing::patch(boom))
+            .route_layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+            .with_state(state)
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+                super::super::panic_answer as super::super::PanicAnswer,
+            ));
+        let request = axum::http::Request::patch("/v1/racks/x")
+            .header("x-request-id", "req-panic-1")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let answer = router.oneshot(request).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            answer.headers()[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let row = loop {
+            let rows = crate::audit::query::list(&db, &Default::default(), 10)
+                .await
+                .unwrap();
+            if let Some(row) = rows.into_iter().find(|r| r.route == "/v1/racks/{id}") {
+                break row;
+            }
+            assert!(std::time::Instant::now() < deadline, "no audit row");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        assert_eq!(row.status, Some(500));
+        assert_eq!(row.method, "PATCH");
+        assert_eq!(row.request_id.as_deref(), Some("req-panic-1"));
+        db.close().await.ok();
+        let _ = std::fs::remove_file(&path);
     }
 }

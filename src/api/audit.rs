@@ -48,7 +48,8 @@ pub struct AuditQuery {
 #[schema(example = json!({"id": "0192f3a0-0000-7000-8000-0000000000d1", "at": "2026-12-01T08:00:00Z",
     "actor": "user:alice", "role": "editor", "method": "PATCH", "route": "/v1/racks/{id}",
     "resource_type": "rack", "resource_id": "0192f3a0-0000-7000-8000-000000000001", "status": 200,
-    "request_id": "5b1d…", "before": {"description": "old"}, "after": {"description": "new"}}))]
+    "request_id": "5b1d…", "client_addr": "10.20.0.15", "before": {"description": "old"},
+    "after": {"description": "new"}}))]
 pub struct AuditEntryDoc {
     pub id: Uuid,
     pub at: DateTime<Utc>,
@@ -63,6 +64,10 @@ pub struct AuditEntryDoc {
     /// The answer's HTTP status (absent for schedule actions).
     pub status: Option<u16>,
     pub request_id: Option<String>,
+    /// Where the request came from: the connection's peer address, or the client a proxy in
+    /// `FLOW_TRUSTED_PROXIES` named in `X-Forwarded-For` / `Forwarded` (absent for schedule
+    /// and command-line actions).
+    pub client_addr: Option<String>,
     /// The stored document before the change (inventory, rules, schedules, tokens).
     #[schema(value_type = Option<Object>)]
     pub before: Option<Value>,
@@ -84,6 +89,7 @@ impl From<Entry> for AuditEntryDoc {
             resource_id: e.resource_id,
             status: e.status,
             request_id: e.request_id,
+            client_addr: e.client_addr,
             before: e.before,
             after: e.after,
         }

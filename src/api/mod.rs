@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod audit;
+pub mod client;
 pub mod components;
 pub mod doc_pass;
 pub mod extract;
@@ -107,14 +108,8 @@ fn build(state: AppState, beside: Router<AppState>, face: Option<access::Console
             config.server.request_timeout,
         ))
         .layer(axum::middleware::map_response(timeout_problem))
-        .layer(CatchPanicLayer::custom(|_| {
-            Problem::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Code::Internal,
-                "internal error; see the server log",
-            )
-            .into_response()
-        }))
+        // The one place a handler's panic becomes an answer (the guard audits the attempt).
+        .layer(CatchPanicLayer::custom(panic_answer as PanicAnswer))
         // Outside the timeout and panic layers, so 408s and 500s are counted too.
         .layer(axum::middleware::from_fn(metrics::track));
     if config.server.dev_mode {
@@ -123,7 +118,8 @@ fn build(state: AppState, beside: Router<AppState>, face: Option<access::Console
     app.layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
             let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
-            let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id, trace_id = tracing::field::Empty);
+            let client = req.extensions().get::<client::ClientAddr>().map_or_else(|| "-".to_string(), |c| c.0.to_string());
+            let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id, client = %client, trace_id = tracing::field::Empty);
             // A caller's `traceparent` makes this request part of its trace; log lines carry the id.
             trace::continue_from(&span, req.headers());
             if let Some(trace_id) = trace::trace_id(&span) {
@@ -134,6 +130,35 @@ fn build(state: AppState, beside: Router<AppState>, face: Option<access::Console
         .on_response(LogResponse))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
         .layer(axum::middleware::from_fn(check_request_id))
+        .layer(axum::middleware::from_fn_with_state(
+            trusted_proxies(&config),
+            client::resolve,
+        ))
+}
+
+/// `FLOW_TRUSTED_PROXIES`, checked when the configuration was loaded.
+fn trusted_proxies(config: &crate::config::Config) -> client::TrustedProxies {
+    let networks = crate::config::parse_networks(&config.server.trusted_proxies);
+    client::TrustedProxies::new(networks.unwrap_or_default())
+}
+
+type PanicAnswer = fn(Box<dyn std::any::Any + Send>) -> axum::response::Response;
+
+/// A handler's panic as a 500 problem, logged in the request's span (so with its request id
+/// and client) with the panic's message; the answer says only "internal error".
+pub fn panic_answer(panic: Box<dyn std::any::Any + Send>) -> axum::response::Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    tracing::error!(panic = %message, "a handler panicked; answered 500");
+    Problem::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Code::Internal,
+        "internal error; see the server log",
+    )
+    .into_response()
 }
 
 /// Longest `x-request-id` accepted (a UUID is 36; tracing ids are at most 64).

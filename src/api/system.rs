@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Serialize;
@@ -11,6 +12,8 @@ use utoipa_axum::routes;
 
 use super::openapi::SYSTEM;
 use crate::app::{AppState, WorkerState};
+use crate::auth::Identity;
+use crate::auth::jwks::KeyHealth;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -66,9 +69,10 @@ pub async fn healthz() -> axum::Json<StatusDoc> {
 /// One dependency's state in a readiness answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CheckDoc {
-    /// `up`, `down`, or `disabled` (Temporal in an inventory-only process).
+    /// `up`, `down`, `disabled` (Temporal in an inventory-only process), or `stale` (the
+    /// identity provider's keys: the last fetch failed, the keys fetched before are used).
     pub status: String,
-    /// Why it is down.
+    /// Why it is down or stale; shown only to callers with valid credentials.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -99,7 +103,9 @@ impl CheckDoc {
 pub struct ReadinessDoc {
     /// `ready` or `not_ready`.
     pub status: String,
-    /// `database`, `temporal`, and `worker` in a process that runs one.
+    /// `database`, `temporal`, `worker` in a process that runs one, and `jwks` when JWTs are
+    /// checked against a key set (reported only: API tokens work without it, so it never makes
+    /// the process not ready).
     pub checks: std::collections::BTreeMap<String, CheckDoc>,
 }
 
@@ -113,12 +119,16 @@ const DB_PING_TIMEOUT: Duration = Duration::from_millis(1500);
 /// its task queue), each within 1.5 s, side by side: the answer comes within 2 s. `200` when
 /// every dependency is up (Temporal `disabled` in an inventory-only process counts as up),
 /// `503` otherwise, so load balancers stop sending traffic; the body names each dependency's
-/// state either way.
+/// state either way. Anyone may ask; why a dependency is down (which names internal addresses)
+/// is told only to a caller presenting valid credentials (any role).
 #[utoipa::path(get, path = "/readyz", tag = SYSTEM, responses(
     (status = 200, description = "Ready", body = ReadinessDoc),
     (status = 503, description = "A dependency is down", body = ReadinessDoc),
 ))]
-pub async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<ReadinessDoc>) {
+pub async fn readyz(
+    State(state): State<AppState>,
+    caller: Option<Extension<Identity>>,
+) -> (StatusCode, axum::Json<ReadinessDoc>) {
     let database = async {
         match tokio::time::timeout(DB_PING_TIMEOUT, crate::db::ping(state.db())).await {
             Ok(Ok(())) => CheckDoc::up(),
@@ -150,6 +160,14 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Re
         checks.insert("worker".to_string(), worker);
     }
     let ready = checks.values().all(|c| c.status != "down");
+    if let Some(keys) = state.authenticator().key_health().await {
+        checks.insert("jwks".to_string(), key_check(keys));
+    }
+    if caller.is_none() {
+        for check in checks.values_mut() {
+            check.error = None;
+        }
+    }
     let status = if ready {
         StatusCode::OK
     } else {
@@ -160,4 +178,15 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, axum::Json<Re
         checks,
     };
     (status, axum::Json(doc))
+}
+
+fn key_check(health: KeyHealth) -> CheckDoc {
+    match health {
+        KeyHealth::Fresh => CheckDoc::up(),
+        KeyHealth::Stale(why) => CheckDoc {
+            status: "stale".into(),
+            error: Some(why),
+        },
+        KeyHealth::Unavailable(why) => CheckDoc::down(why),
+    }
 }

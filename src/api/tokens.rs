@@ -33,7 +33,8 @@ pub struct CreateTokenRequest {
     pub name: String,
     /// `viewer`, `operator`, `editor` or `admin`.
     pub role: String,
-    /// Lifetime such as `90d`, `12h` or `30m`; absent = no expiry.
+    /// Lifetime such as `90d`, `12h` or `30m`, at most `FLOW_TOKEN_MAX_DAYS` days (default
+    /// 365); absent = that maximum. Longer is a `400` naming `expires`.
     pub expires: Option<String>,
 }
 
@@ -89,8 +90,9 @@ pub struct TokenListDoc {
 
 /// Create an API token
 ///
-/// Creates a token for automation with one role. The answer carries the secret, the only time
-/// it is shown; Flow stores only its hash.
+/// Creates a token for automation with one role, expiring after `expires` (at most, and by
+/// default, `FLOW_TOKEN_MAX_DAYS`). The answer carries the secret, the only time it is shown;
+/// Flow stores only its hash.
 #[utoipa::path(post, path = "/v1/tokens", tag = AUTH, request_body = CreateTokenRequest,
     responses(
         (status = 201, description = "Created; `secret` is shown only now", body = CreatedTokenDoc),
@@ -103,12 +105,8 @@ pub async fn create_token(
 ) -> ApiResult<(StatusCode, axum::Json<CreatedTokenDoc>)> {
     let role = Role::parse(&body.role)
         .ok_or_else(|| Error::invalid("role", "must be viewer, operator, editor or admin"))?;
-    let expires_in = match &body.expires {
-        None => None,
-        Some(text) => Some(tokens::parse_lifetime(text).ok_or_else(|| {
-            Error::invalid("expires", "must be a lifetime such as 90d, 12h or 30m")
-        })?),
-    };
+    let max_days = state.config().auth.token_max_days;
+    let expires_in = Some(tokens::lifetime(body.expires.as_deref(), max_days)?);
     let new = NewToken {
         name: body.name,
         role,

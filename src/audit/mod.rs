@@ -25,6 +25,8 @@ pub struct Context {
     pub method: String,
     pub route: String,
     pub request_id: Option<String>,
+    /// Where the request came from (see `api::client`), when it came over HTTP.
+    pub client: Option<String>,
     /// Ids of the rows recorded so far (the HTTP layer adds the final status to them).
     recorded: Mutex<Vec<Uuid>>,
 }
@@ -43,8 +45,15 @@ impl Context {
             method: method.to_string(),
             route: route.to_string(),
             request_id,
+            client: None,
             recorded: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The same context, for a request from `client`.
+    pub fn from_client(mut self, client: Option<String>) -> Self {
+        self.client = client;
+        self
     }
 
     /// A schedule acting on its own timer (`schedule:<name>`).
@@ -140,6 +149,7 @@ pub async fn record(db: &impl ConnectionTrait, change: Change, now: DateTime<Utc
         request_id: Set(context.request_id.clone()),
         before: Set(change.before),
         after: Set(change.after),
+        client_addr: Set(context.client.clone()),
     })
     .exec_without_returning(db)
     .await?;
@@ -170,6 +180,7 @@ pub async fn record_request(
         request_id: Set(context.request_id.clone()),
         before: Set(None),
         after: Set(None),
+        client_addr: Set(context.client.clone()),
     })
     .exec_without_returning(db)
     .await?;

@@ -23,6 +23,7 @@ pub struct Entry {
     pub request_id: Option<String>,
     pub before: Option<Value>,
     pub after: Option<Value>,
+    pub client_addr: Option<String>,
 }
 
 /// Filters of the audit list; all given ones must match.
@@ -78,6 +79,7 @@ pub async fn list(db: &impl ConnectionTrait, filter: &Filter, limit: u64) -> Res
             request_id: r.request_id,
             before: r.before,
             after: r.after,
+            client_addr: r.client_addr,
         })
         .collect())
 }

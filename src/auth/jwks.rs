@@ -99,6 +99,11 @@ impl KeySet {
         Ok(set)
     }
 
+    /// Whether no usable key was found.
+    pub fn is_empty(&self) -> bool {
+        self.by_kid.is_empty() && self.anonymous.is_empty()
+    }
+
     /// The key a token's header names: by `kid`, or without one, the only key for its algorithm.
     pub fn find(&self, kid: Option<&str>, alg: &str) -> Option<&Key> {
         match kid {
@@ -142,6 +147,19 @@ struct Cache {
     keys: Option<(KeySet, Instant)>,
     /// When an unknown key id last made Flow fetch again.
     last_forced: Option<Instant>,
+    /// Why the last fetch failed, and when; cleared by a fetch that works.
+    failure: Option<(String, Instant)>,
+}
+
+/// How the identity provider's keys stand, for `/readyz`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyHealth {
+    /// The last fetch worked (or none was needed yet).
+    Fresh,
+    /// The last fetch failed; the keys fetched before it are still used.
+    Stale(String),
+    /// No key set was ever fetched: JWTs cannot be checked.
+    Unavailable(String),
 }
 
 impl RemoteKeys {
@@ -160,49 +178,98 @@ impl RemoteKeys {
         }
     }
 
-    async fn fetch(&self) -> Result<KeySet, AuthError> {
-        let fail = |e: &dyn std::fmt::Display| {
-            tracing::warn!(url = %self.url, error = %e, "fetching the JWKS failed");
-            AuthError::KeysUnavailable
-        };
-        let response = self
-            .http
-            .get(&self.url)
-            .send()
-            .await
-            .map_err(|e| fail(&e))?;
-        let response = response.error_for_status().map_err(|e| fail(&e))?;
-        let text = response.text().await.map_err(|e| fail(&e))?;
-        KeySet::parse(&text).map_err(|e| fail(&e))
+    async fn fetch(&self) -> Result<KeySet, String> {
+        let response = self.http.get(&self.url).send().await;
+        let response = response
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| e.without_url().to_string())?;
+        let text = response.text().await.map_err(|e| e.to_string())?;
+        KeySet::parse(&text)
     }
 
     /// The key for `kid`/`alg`. The set is fetched when there is none yet or it is old, and
     /// again when a token names a key id it lacks (a rotation), at most once per
-    /// `MIN_REFRESH` for that last reason.
+    /// `MIN_REFRESH` for that last reason. A fetch that fails keeps the keys fetched before it
+    /// (an identity provider down for a while must not lock every caller out) and is not tried
+    /// again for `MIN_REFRESH`.
     pub async fn find(&self, kid: Option<&str>, alg: &str) -> Result<Option<Key>, AuthError> {
         let mut cache = self.cache.lock().await;
+        let failing = cache
+            .failure
+            .as_ref()
+            .is_some_and(|(_, at)| at.elapsed() < MIN_REFRESH);
         if let Some((set, fetched)) = cache.keys.as_ref()
-            && fetched.elapsed() < MAX_AGE
+            && (fetched.elapsed() < MAX_AGE || failing)
         {
             if let Some(key) = set.find(kid, alg) {
                 return Ok(Some(key.clone()));
             }
-            if cache
-                .last_forced
-                .is_some_and(|at| at.elapsed() < MIN_REFRESH)
+            if failing
+                || cache
+                    .last_forced
+                    .is_some_and(|at| at.elapsed() < MIN_REFRESH)
             {
                 return Ok(None);
             }
             cache.last_forced = Some(Instant::now());
         }
-        let set = self.fetch().await?;
-        let key = set.find(kid, alg).cloned();
-        cache.keys = Some((set, Instant::now()));
-        Ok(key)
+        match self.fetch().await {
+            Ok(set) => {
+                let key = set.find(kid, alg).cloned();
+                cache.keys = Some((set, Instant::now()));
+                cache.failure = None;
+                Ok(key)
+            }
+            Err(error) => {
+                let kept = cache.keys.is_some();
+                tracing::warn!(url = %self.url, %error, kept_previous_keys = kept, "fetching the JWKS failed");
+                cache.failure = Some((error, Instant::now()));
+                match cache.keys.as_ref() {
+                    Some((set, _)) => Ok(set.find(kid, alg).cloned()),
+                    None => Err(AuthError::KeysUnavailable),
+                }
+            }
+        }
+    }
+
+    /// Whether the last fetch worked, and if not, whether older keys are in use.
+    pub async fn health(&self) -> KeyHealth {
+        let cache = self.cache.lock().await;
+        match (&cache.failure, &cache.keys) {
+            (None, _) => KeyHealth::Fresh,
+            (Some((error, _)), Some(_)) => KeyHealth::Stale(format!(
+                "fetching the JWKS failed ({error}); the keys fetched before are used"
+            )),
+            (Some((error, _)), None) => {
+                KeyHealth::Unavailable(format!("fetching the JWKS failed ({error})"))
+            }
+        }
     }
 }
 
+/// Reads and parses a JWKS file: unreadable, unparseable or without a key Flow can use is an
+/// error, told at start-up rather than as a 503 on every JWT.
+pub fn read_file(path: &str) -> Result<KeySet, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let set = KeySet::parse(&text).map_err(|e| format!("{path}: {e}"))?;
+    if set.is_empty() {
+        return Err(format!(
+            "{path} holds no signing key Flow can use (RS256, ES256 or EdDSA)"
+        ));
+    }
+    Ok(set)
+}
+
 impl KeySource {
+    /// The remote keys' state; a file read at start-up is always fresh.
+    pub async fn health(&self) -> KeyHealth {
+        match self {
+            KeySource::Static(Ok(_)) => KeyHealth::Fresh,
+            KeySource::Static(Err(e)) => KeyHealth::Unavailable(e.clone()),
+            KeySource::Remote(remote) => remote.health().await,
+        }
+    }
+
     pub async fn find(&self, kid: Option<&str>, alg: &str) -> Result<Option<Key>, AuthError> {
         match self {
             KeySource::Static(Ok(set)) => Ok(set.find(kid, alg).cloned()),

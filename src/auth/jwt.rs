@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde_json::Value;
 
-use super::jwks::{Key, KeySet, KeySource, RemoteKeys};
+use super::jwks::{self, Key, KeyHealth, KeySource, RemoteKeys};
 use super::{AuthError, Identity, Role};
 use crate::config::Config;
 pub use crate::config::parse_role_map;
@@ -35,11 +35,7 @@ impl JwtVerifier {
         let keys = if let Some(url) = &config.jwks_url {
             KeySource::Remote(RemoteKeys::new(url.to_string()))
         } else {
-            KeySource::Static(
-                std::fs::read_to_string(&config.jwks_file)
-                    .map_err(|e| e.to_string())
-                    .and_then(|text| KeySet::parse(&text)),
-            )
+            KeySource::Static(jwks::read_file(&config.jwks_file))
         };
         Self {
             keys,
@@ -48,6 +44,11 @@ impl JwtVerifier {
             roles_claim: config.roles_claim.clone(),
             role_map: parse_role_map(&config.role_map).unwrap_or_default(),
         }
+    }
+
+    /// Whether the keys are at hand, for `/readyz`.
+    pub async fn health(&self) -> KeyHealth {
+        self.keys.health().await
     }
 
     pub async fn verify(&self, token: &str, now: DateTime<Utc>) -> Result<Identity, AuthError> {
@@ -62,7 +63,17 @@ impl JwtVerifier {
         if !matches!(alg, "RS256" | "ES256" | "EdDSA") {
             return Err(AuthError::Invalid);
         }
-        let kid = header["kid"].as_str();
+        // Flow implements no JWS extension, so any critical one is one it cannot honour
+        // (RFC 7515 §4.1.11).
+        if header.get("crit").is_some() {
+            return Err(AuthError::Invalid);
+        }
+        // A key id that is not a string must not fall back to "the only key".
+        let kid = match header.get("kid") {
+            None => None,
+            Some(Value::String(kid)) => Some(kid.as_str()),
+            Some(_) => return Err(AuthError::Invalid),
+        };
         let key = self.keys.find(kid, alg).await?.ok_or(AuthError::Invalid)?;
         let signature = URL_SAFE_NO_PAD
             .decode(sig)
@@ -138,11 +149,13 @@ fn header_len(token: &str) -> usize {
     token.rfind('.').unwrap_or(0)
 }
 
+/// A header or payload: JSON whose objects name each key once, as RFC 7515 §4 requires (a
+/// parser that keeps the last of two `sub`s would read a token unlike one that keeps the first).
 fn decode_json(part: &str) -> Result<Value, AuthError> {
     let bytes = URL_SAFE_NO_PAD
         .decode(part)
         .map_err(|_| AuthError::Invalid)?;
-    serde_json::from_slice(&bytes).map_err(|_| AuthError::Invalid)
+    super::strict_json::parse(&bytes).map_err(|_| AuthError::Invalid)
 }
 
 fn verify_signature(key: &Key, message: &[u8], sig: &[u8]) -> Result<(), AuthError> {
@@ -171,12 +184,14 @@ mod tests {
         assert_eq!(map["noc"], Role::Operator);
         assert!(parse_role_map("noc=root").unwrap_err().contains("root"));
         assert!(parse_role_map("noc").is_err());
+        assert!(parse_role_map("=admin").unwrap_err().contains("empty"));
+        assert!(parse_role_map(" =viewer").is_err());
     }
 
     #[test]
     fn roles_come_from_lists_strings_and_nested_claims() {
         let mut v = JwtVerifier {
-            keys: KeySource::Static(Ok(KeySet::default())),
+            keys: KeySource::Static(Ok(jwks::KeySet::default())),
             issuer: "i".into(),
             audience: "a".into(),
             roles_claim: "roles".into(),

@@ -3,6 +3,7 @@
 
 pub mod jwks;
 pub mod jwt;
+mod strict_json;
 pub mod tokens;
 
 use std::fmt;
@@ -74,6 +75,25 @@ pub enum AuthError {
     KeysUnavailable,
 }
 
+/// What `flow serve` and `flow worker` check of the JWT settings before they start: a JWKS file
+/// that cannot be read or parsed is an error (not a 503 on every JWT later), and a JWKS URL
+/// over plain `http://` is warned about (keys fetched that way can be replaced in transit).
+pub fn check_at_start(config: &Config) -> Result<(), String> {
+    if !config.auth_modes().is_some_and(|m| m.jwt) {
+        return Ok(());
+    }
+    let jwt = &config.auth.jwt;
+    if let Some(url) = &jwt.jwks_url
+        && url.scheme() == "http"
+    {
+        tracing::warn!(url = %url, "FLOW_JWT_JWKS_URL is plain http://: whoever sits between Flow and the identity provider can substitute its keys; use https://");
+    }
+    if jwt.jwks_url.is_none() {
+        jwks::read_file(&jwt.jwks_file).map_err(|e| format!("FLOW_JWT_JWKS_FILE: {e}"))?;
+    }
+    Ok(())
+}
+
 /// Resolves bearer credentials to identities according to `FLOW_AUTH`.
 pub struct Authenticator {
     modes: Modes,
@@ -109,6 +129,14 @@ impl Authenticator {
 
     pub fn modes(&self) -> Modes {
         self.modes
+    }
+
+    /// The identity provider's keys, when JWTs are accepted.
+    pub async fn key_health(&self) -> Option<jwks::KeyHealth> {
+        match &self.jwt {
+            Some(verifier) => Some(verifier.health().await),
+            None => None,
+        }
     }
 
     /// Checks a bearer credential. API tokens are told apart from JWTs by their `flow_` prefix.

@@ -90,6 +90,28 @@ pub fn parse_lifetime(text: &str) -> Option<Duration> {
     }
 }
 
+/// The lifetime of a new token: `expires` (`90d`, `12h`, `30m`) up to `max_days`, or
+/// `max_days` when absent. Anything else is a 400 naming `expires`, checked before the expiry
+/// is computed (a lifetime past the calendar's end would otherwise overflow it).
+pub fn lifetime(expires: Option<&str>, max_days: u64) -> Result<Duration> {
+    let max =
+        Duration::try_days(i64::try_from(max_days).unwrap_or(i64::MAX)).unwrap_or(Duration::MAX);
+    let Some(text) = expires else {
+        return Ok(max);
+    };
+    parse_lifetime(text)
+        .filter(|lifetime| *lifetime <= max)
+        .ok_or_else(|| {
+            Error::invalid(
+                "expires",
+                format!(
+                    "must be a lifetime such as 90d, 12h or 30m, at most {max_days}d \
+                     (FLOW_TOKEN_MAX_DAYS)"
+                ),
+            )
+        })
+}
+
 /// The audit document of a token: never its secret or hash.
 pub fn audit_doc(token: &ApiToken) -> serde_json::Value {
     serde_json::json!({
@@ -272,6 +294,23 @@ mod tests {
         assert_eq!(parse_lifetime("30m"), Duration::try_minutes(30));
         for bad in ["", "d", "0d", "-1d", "10", "5w", "1.5d"] {
             assert_eq!(parse_lifetime(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn lifetimes_are_capped_and_default_to_the_cap() {
+        assert_eq!(lifetime(None, 365).unwrap(), Duration::days(365));
+        assert_eq!(lifetime(Some("30d"), 365).unwrap(), Duration::days(30));
+        assert_eq!(lifetime(Some("365d"), 365).unwrap(), Duration::days(365));
+        for bad in [
+            "366d",
+            "8761h",
+            "99999999d",
+            "99999999999999999999d",
+            "1.5d",
+            "x",
+        ] {
+            assert!(lifetime(Some(bad), 365).is_err(), "{bad}");
         }
     }
 

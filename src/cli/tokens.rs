@@ -19,7 +19,7 @@ pub enum TokenCommand {
         /// `viewer`, `operator`, `editor` or `admin`.
         #[arg(long)]
         role: String,
-        /// Lifetime such as `90d`, `12h` or `30m`; none = no expiry.
+        /// Lifetime such as `90d`, `12h` or `30m`; none = the server's FLOW_TOKEN_MAX_DAYS (365d).
         #[arg(long)]
         expires: Option<String>,
     },

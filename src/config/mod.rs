@@ -31,8 +31,46 @@ pub use tree::{
     Server, Sim, Temporal,
 };
 
-/// Hides the password in `scheme://user:password@host/db`.
+/// Hides the password in `scheme://user:password@host/db`, and the values of query parameters
+/// that name a secret (`?password=…`, `sslpassword`, `token`, `api_key`, …).
 pub fn redact_url(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut out = redact_userinfo(base);
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if names_secret(key) => format!("{key}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    out
+}
+
+/// Whether a query parameter's name says its value is a secret.
+fn names_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "key",
+        "auth",
+        "credential",
+        "signature",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
+fn redact_userinfo(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
             let creds = &url[scheme_end + 3..at];
@@ -48,6 +86,20 @@ pub fn redact_url(url: &str) -> String {
         }
         _ => url.to_string(),
     }
+}
+
+/// Parses addresses and CIDRs (`10.0.0.0/8`, `fd00::/48`, `127.0.0.1`; a bare address is a
+/// network of one).
+pub fn parse_networks(items: &[String]) -> Result<Vec<ipnet::IpNet>, String> {
+    items
+        .iter()
+        .map(|item| {
+            let item = item.trim();
+            item.parse::<ipnet::IpNet>()
+                .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| format!("{item:?} is not an address or CIDR"))
+        })
+        .collect()
 }
 
 /// A configuration problem, naming the variable or file key at fault.

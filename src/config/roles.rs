@@ -45,6 +45,10 @@ pub fn parse_role_map(spec: &str) -> Result<HashMap<String, Role>, String> {
         let (group, role) = pair
             .split_once('=')
             .ok_or_else(|| format!("{pair:?} is not group=role"))?;
+        // An empty group would grant the role to a claim holding an empty string.
+        if group.trim().is_empty() {
+            return Err(format!("{pair:?} has an empty claim value"));
+        }
         let role = Role::parse(role)
             .ok_or_else(|| format!("{role:?} is not a role (viewer, operator, editor or admin)"))?;
         map.insert(group.trim().to_string(), role);

@@ -187,6 +187,7 @@ pub const SETTINGS: &[Setting] = &[
     flag("FLOW_MIGRATE_ON_START", "database.migrate_on_start", true),
     flag("FLOW_LOOKUP_BATCHING", "database.lookup_batching", true),
     flag("FLOW_DEV_MODE", "server.dev_mode", false),
+    list("FLOW_TRUSTED_PROXIES", "server.trusted_proxies"),
     // Empty is not "unset" here: it used to mean inventory-only, and silently falling back to
     // localhost would surprise whoever set it; the check refuses it.
     text(
@@ -301,12 +302,14 @@ pub const SETTINGS: &[Setting] = &[
             check: Some(check::jwks_url),
         },
     )
-    .form(EnvForm::Trimmed),
+    .form(EnvForm::Trimmed)
+    .redact(Redact::UrlPassword),
     free("FLOW_JWT_JWKS_FILE", "auth.jwt.jwks_file", ""),
     free("FLOW_JWT_ISSUER", "auth.jwt.issuer", ""),
     free("FLOW_JWT_AUDIENCE", "auth.jwt.audience", ""),
     free("FLOW_JWT_ROLES_CLAIM", "auth.jwt.roles_claim", "roles"),
     free("FLOW_JWT_ROLE_MAP", "auth.jwt.role_map", ""),
+    int("FLOW_TOKEN_MAX_DAYS", "auth.token_max_days", 365, 1, 36_500),
     flag("FLOW_METRICS_PUBLIC", "metrics.public", true),
     int(
         "FLOW_AUDIT_RETENTION_DAYS",

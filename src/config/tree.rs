@@ -44,6 +44,9 @@ pub struct Server {
     /// After SIGTERM: how long in-flight requests and event streams get before the process exits.
     #[serde(with = "secs")]
     pub shutdown_grace: Duration,
+    /// Addresses or CIDRs of reverse proxies whose `X-Forwarded-For` / `Forwarded` header
+    /// names the client; from anyone else those headers are ignored.
+    pub trusted_proxies: Vec<String>,
 }
 
 /// Logging.
@@ -178,6 +181,9 @@ pub struct Auth {
     /// `flow serve` and `flow worker` refuse.
     pub mode: String,
     pub jwt: Jwt,
+    /// The longest lifetime an API token may be given, and the lifetime of one created
+    /// without `expires`.
+    pub token_max_days: u64,
 }
 
 /// JWTs from an identity provider.

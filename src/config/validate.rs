@@ -150,6 +150,9 @@ pub(super) mod check {
 impl Config {
     /// Checks the settings that go together, naming the first one at fault.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if let Err(e) = crate::config::parse_networks(&self.server.trusted_proxies) {
+            return Err(ConfigError(format!("FLOW_TRUSTED_PROXIES: {e}")));
+        }
         self.validate_redfish()?;
         self.validate_auth()
     }

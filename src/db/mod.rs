@@ -71,11 +71,42 @@ pub async fn connect(options: &DbOptions) -> Result<DatabaseConnection> {
     Ok(db)
 }
 
-/// Applies every pending migration.
+/// Applies every pending migration. On PostgreSQL under an advisory lock (one per schema):
+/// replicas started together, or a rolling upgrade bringing a new migration, run them one
+/// at a time — the others wait, then find nothing left to do — instead of racing to create
+/// the same types and tables.
 pub async fn migrate(db: &DatabaseConnection) -> Result<()> {
-    Migrator::up(db, None).await?;
+    if db.get_database_backend() != sea_orm::DbBackend::Postgres {
+        Migrator::up(db, None).await?;
+        return Ok(());
+    }
+    let lock_error = |e: sea_orm::sqlx::Error| Error::Unavailable {
+        service: "database",
+        message: format!("taking the migration lock: {e}"),
+    };
+    // The lock is a session's: taken on a connection of its own, held while the pool migrates.
+    let mut session = db
+        .get_postgres_connection_pool()
+        .acquire()
+        .await
+        .map_err(lock_error)?
+        .detach();
+    sea_orm::sqlx::query(MIGRATION_LOCK)
+        .execute(&mut session)
+        .await
+        .map_err(lock_error)?;
+    let result = Migrator::up(db, None).await;
+    // Ending the session releases the lock, whatever happened to the migrations.
+    if let Err(e) = sea_orm::sqlx::Connection::close(session).await {
+        tracing::warn!(error = %e, "closing the migration lock's session failed");
+    }
+    result?;
     Ok(())
 }
+
+/// Waits for the migration lock of the current schema (tests give each its own schema).
+const MIGRATION_LOCK: &str =
+    "SELECT pg_advisory_lock(hashtext(current_schema() || ':flow-migrations'))";
 
 /// Cheap liveness probe used by `/readyz`.
 pub async fn ping(db: &DatabaseConnection) -> Result<()> {

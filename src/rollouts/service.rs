@@ -252,7 +252,9 @@ impl RolloutService {
         store::get(&self.db, id).await
     }
 
-    /// Delivers a command to the rollout's run; the run records its effect.
+    /// Delivers a command to the rollout's run; the run records its effect. Once delivered,
+    /// the audit log gets a row for the rollout: its status before, and the status the
+    /// command leads to with the command itself after.
     pub async fn command(&self, id: RolloutId, command: Command) -> Result<Rollout> {
         let rollout = store::get(&self.db, id).await?;
         if rollout.status.is_terminal() {
@@ -269,8 +271,28 @@ impl RolloutService {
         }
         let engine = self.engine.clone().ok_or_else(no_engine)?;
         engine.signal(id, command).await.map_err(engine_error)?;
+        let change = audit::Change::new("rollout", id)
+            .before(Some(serde_json::json!({"status": rollout.status.as_str()})))
+            .after(Some(steered(rollout.status, command)));
+        audit::record(&self.db, change, self.clock.now()).await?;
         Ok(rollout)
     }
+}
+
+/// The audit document of a delivered command: the command and the status it leads to.
+fn steered(before: RolloutStatus, command: Command) -> serde_json::Value {
+    let (name, status) = match command {
+        Command::Pause => ("pause", RolloutStatus::Paused),
+        Command::Resume if before == RolloutStatus::Paused => ("resume", RolloutStatus::Running),
+        Command::Resume => ("resume", before),
+        Command::Approve => ("approve", RolloutStatus::Running),
+        Command::Abort { .. } => ("abort", RolloutStatus::Aborted),
+    };
+    let mut doc = serde_json::json!({"status": status.as_str(), "command": name});
+    if let Command::Abort { cancel_running } = command {
+        doc["cancel_running"] = cancel_running.into();
+    }
+    doc
 }
 
 /// The operation spec of the given racks' tasks.

@@ -52,7 +52,10 @@ impl ScheduleService {
         next.last_run_at = Some(now);
         next.updated_at = now;
         match Timer::parse(&schedule.timer) {
-            Ok(timer) => next.next_run_at = timer.next_after(now),
+            Ok(timer) => {
+                let due = schedule.next_run_at.unwrap_or(now);
+                next.next_run_at = timer.next_due(due, now);
+            }
             Err(e) => {
                 // Cannot happen for specs checked on write; never spin on it.
                 tracing::error!(schedule = %schedule.id, error = %e, "stored spec unreadable; pausing the schedule");

@@ -151,6 +151,28 @@ impl Timer {
         }
     }
 
+    /// The fire after the one that was due at `due`, fired at `now`: an interval stays on its
+    /// grid (`due + interval`, not "interval after the dispatcher noticed", which drifted by a
+    /// tick per fire), skipping grid points already past (fires missed while every process
+    /// was down collapse into the one just made). Cron and one-time timers as [`next_after`].
+    ///
+    /// [`next_after`]: Self::next_after
+    pub fn next_due(&self, due: DateTime<Utc>, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let Self::Interval(d) = self else {
+            return self.next_after(now);
+        };
+        let step = chrono::Duration::from_std(*d).ok()?.num_milliseconds();
+        if step <= 0 {
+            return self.next_after(now);
+        }
+        let next = due.checked_add_signed(chrono::Duration::milliseconds(step))?;
+        if next > now {
+            return Some(next);
+        }
+        let missed = (now - next).num_milliseconds() / step + 1;
+        next.checked_add_signed(chrono::Duration::milliseconds(step.checked_mul(missed)?))
+    }
+
     /// The first fire of a new or resumed schedule.
     pub fn first_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
@@ -230,6 +252,29 @@ mod tests {
         let timer = Timer::parse(&spec(SpecKind::Interval, "5m", "UTC")).unwrap();
         let now = utc("2026-03-01T12:00:00Z");
         assert_eq!(timer.next_after(now), Some(utc("2026-03-01T12:05:00Z")));
+    }
+
+    #[test]
+    fn intervals_stay_on_their_grid_however_late_each_fire_is_noticed() {
+        let timer = Timer::parse(&spec(SpecKind::Interval, "4s", "UTC")).unwrap();
+        let start = utc("2026-03-01T12:00:00Z");
+        // Each fire noticed 700 ms late (a dispatcher tick): 14 fires in 56 s, not 12.
+        let mut due = start;
+        let mut fires = 0;
+        while due < start + chrono::Duration::seconds(56) {
+            fires += 1;
+            due = timer
+                .next_due(due, due + chrono::Duration::milliseconds(700))
+                .unwrap();
+        }
+        assert_eq!(fires, 14);
+        assert_eq!(due, utc("2026-03-01T12:00:56Z"));
+        // Missed grid points collapse into the fire made now; the grid is kept.
+        let timer = Timer::parse(&spec(SpecKind::Interval, "5m", "UTC")).unwrap();
+        assert_eq!(
+            timer.next_due(start, utc("2026-03-01T12:10:01Z")),
+            Some(utc("2026-03-01T12:15:00Z"))
+        );
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub const NAMES: &[&str] = &[
     "flow_db_pool_connections",
     "flow_temporal_client_errors_total",
     "flow_lookup_batch_size",
+    "flow_auth_failures_total",
 ];
 
 /// Every metric family Flow exports.
@@ -62,6 +63,7 @@ pub struct Metrics {
     pub db_pool: IntGaugeVec,
     pub temporal_errors: IntCounterVec,
     pub lookup_batch_size: prometheus::Histogram,
+    pub auth_failures: IntCounterVec,
 }
 
 /// The process-wide metrics. Registration of fixed, valid names cannot fail; a failure would be
@@ -194,6 +196,13 @@ impl Metrics {
                     .unwrap_or_else(|e| panic!("flow_lookup_batch_size: {e}"));
                 metric
             },
+            auth_failures: counter(
+                &r,
+                "flow_auth_failures_total",
+                "Requests answered 401 and console sign-ins refused, by reason (missing, invalid, \
+                 expired, sign_in)",
+                &["reason"],
+            ),
             registry: r,
         }
     }
@@ -255,6 +264,12 @@ pub fn schedule_fired(outcome: &str) {
 #[allow(clippy::cast_precision_loss)]
 pub fn lookup_batch(size: usize) {
     METRICS.lookup_batch_size.observe(size as f64);
+}
+
+/// A credential refused (`missing`, `invalid`, `expired`) or a console sign-in refused
+/// (`sign_in`).
+pub fn auth_failure(reason: &str) {
+    METRICS.auth_failures.with_label_values(&[reason]).inc();
 }
 
 /// A failed call to Temporal.

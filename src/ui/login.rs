@@ -113,6 +113,7 @@ pub async fn submit(
         Err(e) => {
             // The reason only, never the credential.
             tracing::info!(reason = %e, "console sign-in refused");
+            crate::telemetry::metrics::auth_failure("sign_in");
             return refused(StatusCode::UNAUTHORIZED, &e.to_string());
         }
     };

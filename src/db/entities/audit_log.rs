@@ -18,6 +18,7 @@ pub struct Model {
     pub request_id: Option<String>,
     pub before: Option<Json>,
     pub after: Option<Json>,
+    pub client_addr: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -5,12 +5,14 @@ mod actors;
 mod audit;
 mod cli;
 mod credentials;
+mod hardening;
 mod matrix;
 mod openapi;
+mod provenance;
 mod retention;
 mod rs256;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
@@ -119,8 +121,8 @@ pub fn claims(sub: &str, roles: &[&str]) -> Value {
         "exp": now + 3600, "roles": roles})
 }
 
-/// The keys the test IdP publishes, and how often they were fetched.
-type Published = (Arc<Mutex<Vec<Value>>>, Arc<AtomicUsize>);
+/// The keys the test IdP publishes, how often they were fetched, and whether it fails.
+type Published = (Arc<Mutex<Vec<Value>>>, Arc<AtomicUsize>, Arc<AtomicBool>);
 
 /// The test identity provider's JWKS endpoint: the keys it publishes can change (rotation),
 /// and it counts how often Flow fetched them.
@@ -129,20 +131,27 @@ pub struct Jwks {
     pub url: String,
     keys: Arc<Mutex<Vec<Value>>>,
     fetches: Arc<AtomicUsize>,
+    failing: Arc<AtomicBool>,
 }
 
 impl Jwks {
     pub async fn serve(keys: &[&TestKey]) -> Self {
         let published = Arc::new(Mutex::new(keys.iter().map(|k| k.jwk()).collect()));
         let fetches = Arc::new(AtomicUsize::new(0));
-        let state = (published.clone(), fetches.clone());
+        let failing = Arc::new(AtomicBool::new(false));
+        let state = (published.clone(), fetches.clone(), failing.clone());
         let app = axum::Router::new()
             .route(
                 "/jwks",
-                axum::routing::get(|State((keys, count)): State<Published>| async move {
-                    count.fetch_add(1, Ordering::SeqCst);
-                    axum::Json(json!({"keys": *keys.lock().unwrap()}))
-                }),
+                axum::routing::get(
+                    |State((keys, count, failing)): State<Published>| async move {
+                        count.fetch_add(1, Ordering::SeqCst);
+                        if failing.load(Ordering::SeqCst) {
+                            return Err(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+                        }
+                        Ok(axum::Json(json!({"keys": *keys.lock().unwrap()})))
+                    },
+                ),
             )
             .with_state(state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -152,11 +161,22 @@ impl Jwks {
             url,
             keys: published,
             fetches,
+            failing,
         }
     }
 
+    /// From now on every fetch answers 500 (`false`: serves the keys again).
+    pub fn fail(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+
     pub fn publish(&self, key: &TestKey) {
-        self.keys.lock().unwrap().push(key.jwk());
+        self.publish_jwk(key.jwk());
+    }
+
+    /// Publishes a JWK as given (a test may strip its `kid`).
+    pub fn publish_jwk(&self, jwk: Value) {
+        self.keys.lock().unwrap().push(jwk);
     }
 
     pub fn fetches(&self) -> usize {

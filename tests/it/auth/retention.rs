@@ -23,6 +23,7 @@ async fn entries_past_retention_are_pruned_by_the_lease_holder_only(app: TestApp
             request_id: Set(None),
             before: Set(None),
             after: Set(None),
+            client_addr: Set(None),
         })
         .exec_without_returning(&app.db.db)
         .await

@@ -170,3 +170,37 @@ fn config_check_builds_the_otlp_exporter_as_serve_would() {
         );
     }
 }
+
+#[test]
+fn config_check_redacts_secrets_in_url_query_strings() {
+    let out = check(&[
+        (
+            "FLOW_DATABASE_URL",
+            "postgres://flow@db.internal/flow?sslmode=require&password=q-s3cret&sslpassword=k-s3cret",
+        ),
+        (
+            "FLOW_TEMPORAL_ADDRESS",
+            "https://temporal.internal:7233/?api_key=t-s3cret",
+        ),
+        ("FLOW_AUTH", "jwt"),
+        (
+            "FLOW_JWT_JWKS_URL",
+            "https://idp.internal/jwks?access_token=j-s3cret&tenant=dc1",
+        ),
+        ("FLOW_JWT_ISSUER", "https://idp.internal"),
+        ("FLOW_JWT_AUDIENCE", "flow"),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains("s3cret"), "{stdout}");
+    assert!(
+        stdout.contains("?sslmode=require&password=***&sslpassword=***"),
+        "what is not secret stays: {stdout}"
+    );
+    assert!(stdout.contains("access_token=***&tenant=dc1"), "{stdout}");
+    assert!(stdout.contains("token_max_days = 365\n"), "{stdout}");
+}

@@ -79,6 +79,38 @@ async fn a_paused_rollout_starts_no_rack_until_resumed(ops: Ops) {
     assert_eq!(r.status, 202, "{}", r.text);
     let done = wait_status(&ops.app, &id, "succeeded").await;
     assert_eq!(done["counts"]["succeeded"], 3, "{done}");
+    // Each command is audited on the rollout, with the status before and the one it leads to.
+    let log = ops
+        .app
+        .get(&format!("/v1/audit?resource=rollout:{id}"))
+        .await;
+    assert_eq!(log.status, 200, "{}", log.text);
+    let steering: Vec<_> = log.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| {
+            row["route"].as_str().unwrap().ends_with("/pause")
+                || row["route"].as_str().unwrap().ends_with("/resume")
+        })
+        .map(|row| {
+            (
+                row["after"]["command"].as_str().unwrap().to_string(),
+                row["before"]["status"].as_str().unwrap().to_string(),
+                row["after"]["status"].as_str().unwrap().to_string(),
+                row["status"].as_u64(),
+            )
+        })
+        .collect();
+    let pause = ("pause".into(), "running".into(), "paused".into(), Some(202));
+    let resume = (
+        "resume".into(),
+        "paused".into(),
+        "running".into(),
+        Some(202),
+    );
+    assert!(steering.contains(&pause), "{steering:?}");
+    assert!(steering.contains(&resume), "{steering:?}");
 }
 
 async fn abort_with_cancel_running_cancels_the_running_task_and_starts_nothing_more(ops: Ops) {
