@@ -51,6 +51,8 @@ pub enum PowerOp {
     ForceRestart,
     WarmReset,
     ColdReset,
+    /// Restarts the tray's BMC itself (`Manager.Reset`); host power is untouched.
+    BmcReset,
 }
 
 impl PowerOp {

@@ -2,6 +2,7 @@
 //! worker, on both databases), against an in-test Redfish stand-in for what the emulator cannot
 //! show (sessions, task monitors, 503 + Retry-After, ExtendedInfo), and PSM over mutual TLS.
 
+mod bmcweb;
 mod emulator;
 mod psm_tls;
 mod standin;

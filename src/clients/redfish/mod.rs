@@ -15,7 +15,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-pub use credentials::{Credentials, Login, normal_mac};
+pub use credentials::{BmcOptions, Credentials, Login, normal_mac};
 pub use error::{RedfishError, bmc_message};
 use error::{chain, retry_after};
 
@@ -129,6 +129,11 @@ impl RedfishClient {
         })
     }
 
+    /// What the credentials file says about this BMC beyond its login.
+    pub fn options(&self, bmc: Bmc<'_>) -> BmcOptions {
+        self.credentials.options(bmc.mac)
+    }
+
     /// The credentials source, for reloading on SIGHUP.
     pub fn credentials(&self) -> &Arc<Credentials> {
         &self.credentials
@@ -186,7 +191,10 @@ impl RedfishClient {
             request = request.json(body);
         }
         let unreachable = |why: String| {
-            RedfishError::Unreachable(format!("BMC {} {method} {path}: {why}", bmc.ip))
+            RedfishError::Unreachable {
+                status: None,
+                message: format!("BMC {} {method} {path}: {why}", bmc.ip),
+            }
         };
         let call = async {
             let mut response = request.send().await.map_err(|e| unreachable(chain(&e)))?;
@@ -220,8 +228,11 @@ impl RedfishClient {
         }
     }
 
-    fn rejected(&self, bmc: Bmc<'_>) -> RedfishError {
-        RedfishError::Credentials(format!("credentials rejected by BMC {}", bmc.ip))
+    fn rejected(&self, bmc: Bmc<'_>, status: u16) -> RedfishError {
+        RedfishError::Credentials {
+            status: Some(status),
+            message: format!("credentials rejected by BMC {}", bmc.ip),
+        }
     }
 
     /// Learns how to log in: a Redfish session when the service root offers one, else basic
@@ -232,7 +243,7 @@ impl RedfishClient {
             .send(bmc, Method::GET, "/redfish/v1/", None, (&basic, login))
             .await?;
         if matches!(status.as_u16(), 401 | 403) {
-            return Err(self.rejected(bmc));
+            return Err(self.rejected(bmc, status.as_u16()));
         }
         let sessions = root
             .pointer("/Links/Sessions/@odata.id")
@@ -253,7 +264,7 @@ impl RedfishClient {
             )
             .await?;
         match status.as_u16() {
-            401 | 403 => Err(self.rejected(bmc)),
+            code @ (401 | 403) => Err(self.rejected(bmc, code)),
             200..=299 => Ok(headers
                 .get("X-Auth-Token")
                 .and_then(|v| v.to_str().ok())
@@ -279,8 +290,9 @@ impl RedfishClient {
         let login = self
             .credentials
             .lookup(bmc.mac, bmc.manufacturer)
-            .ok_or_else(|| {
-                RedfishError::Credentials(format!("no credentials configured for BMC {}", bmc.ip))
+            .ok_or_else(|| RedfishError::Credentials {
+                status: None,
+                message: format!("no credentials configured for BMC {}", bmc.ip),
             })?;
         let mut relogged = false;
         let mut busy = 0;
@@ -303,20 +315,26 @@ impl RedfishClient {
                     relogged = true;
                     *state.auth.lock().await = Auth::Unknown;
                 }
-                401 | 403 => return Err(self.rejected(bmc)),
+                401 | 403 => return Err(self.rejected(bmc, code)),
                 503 if busy < MAX_BUSY_RETRIES => {
                     busy += 1;
                     tokio::time::sleep(retry_after(&headers)).await;
                 }
                 500..=599 => {
                     let why = bmc_message(&value).unwrap_or_else(|| "service unavailable".into());
-                    return Err(RedfishError::Unreachable(what(why)));
+                    return Err(RedfishError::Unreachable {
+                        status: Some(code),
+                        message: what(why),
+                    });
                 }
                 400..=499 => {
                     let why = bmc_message(&value)
                         .or_else(|| value.as_str().map(String::from))
                         .unwrap_or_else(|| "refused".into());
-                    return Err(RedfishError::Refused(what(why)));
+                    return Err(RedfishError::Refused {
+                        status: code,
+                        message: what(why),
+                    });
                 }
                 _ => {
                     let location = headers
