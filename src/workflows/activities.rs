@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::steps::{self, Progress, StepFailure};
 use crate::clock::Clock;
 use crate::components::registry::Registry;
-use crate::components::{Device, FirmwareRequest};
+use crate::components::{Device, DeviceError, FirmwareRequest};
 use crate::error::Error;
 use crate::rules::model::Action;
 use crate::tasks::model::{StepStatus, TaskStatus};
@@ -175,18 +175,21 @@ impl RackActivities {
             error,
         };
         let registered = progress.1.lock().ok().and_then(|mut s| s.take());
+        let mut result = result;
         if let (Ok(_), Some(external_id)) = (&result, registered) {
             // What registration learnt is the component's external id, as the drift sync
             // records it: in the observed fields, never the operator's.
-            let sighting = crate::drift::compare::Sighting {
-                component_id: component,
-                external_id: Some(external_id),
-                firmware_version: None,
-                power: None,
-            };
-            crate::drift::store::record_sightings(db, &[sighting], now)
+            let kind = input.device.kind;
+            let owner = crate::drift::store::claim_external_id(db, kind, component, &external_id, now)
                 .await
                 .map_err(activity_error)?;
+            if let Some((other, other_name)) = owner {
+                result = Err(StepFailure::Device(DeviceError::Rejected(format!(
+                    "409 conflict: {kind} {} ({component}) reports external id {external_id}, \
+                     which {kind} {other_name} ({other}) already has",
+                    input.device.name
+                ))));
+            }
         }
         match result {
             Ok(detail) => {

@@ -2,6 +2,7 @@
 //! a stand-in that behaves like bmcweb: the host system among several, ids that stay unique,
 //! actions checked against their ActionInfo, power as the original maps it, the BMC's reboot.
 
+mod racks;
 mod server;
 mod tree;
 mod update;
@@ -220,4 +221,41 @@ async fn a_bmc_reset_is_done_once_the_bmc_went_away_and_answers_again() {
     // The session died with the reboot: the next call logs in again and works.
     assert_eq!(manager.power_status(&d).await, Ok(DevicePower::On));
     assert_eq!(at.bmc.lock().unwrap().logins, 2);
+}
+
+#[tokio::test]
+async fn when_nothing_in_the_tree_decides_the_credentials_file_names_the_host() {
+    let port = free_port();
+    // No ManagerProvidingService and no Reset offered: neither rule can tell the systems apart.
+    let undecided = |b: &mut server::Bmc| {
+        b.tree.set("/redfish/v1", "/Links", json!({}));
+        b.tree.set(SYSTEM, "/Actions", json!({}));
+    };
+    let at = bmc(GB200, port, undecided).await;
+    let compute = device(ComponentType::Compute, &at);
+    let err = Setup::http(port)
+        .manager()
+        .register(&compute)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, DeviceError::Rejected(m) if m.contains("system = ")),
+        "{err:?}"
+    );
+    let dir = crate::support::redfish::TempDir::new();
+    let mac = compute.bmc_mac.clone().unwrap();
+    let file = dir.write(
+        "credentials.toml",
+        &format!(
+            "[bmc.\"{mac}\"]\nusername = \"{}\"\npassword = \"{}\"\nsystem = \"System_0\"\n",
+            crate::support::redfish::USER,
+            crate::support::redfish::PASSWORD
+        ),
+    );
+    let mut setup = Setup::http(port);
+    setup.credentials_file = Some(file);
+    assert_eq!(
+        setup.manager().register(&compute).await,
+        Ok(Some("501f2928-84ea-8579-cf52-dc2dbd2e4656".into()))
+    );
 }
