@@ -180,9 +180,10 @@ impl RackActivities {
             // What registration learnt is the component's external id, as the drift sync
             // records it: in the observed fields, never the operator's.
             let kind = input.device.kind;
-            let owner = crate::drift::store::claim_external_id(db, kind, component, &external_id, now)
-                .await
-                .map_err(activity_error)?;
+            let owner =
+                crate::drift::store::claim_external_id(db, kind, component, &external_id, now)
+                    .await
+                    .map_err(activity_error)?;
             if let Some((other, other_name)) = owner {
                 result = Err(StepFailure::Device(DeviceError::Rejected(format!(
                     "409 conflict: {kind} {} ({component}) reports external id {external_id}, \

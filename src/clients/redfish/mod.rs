@@ -4,6 +4,7 @@
 
 pub mod credentials;
 mod error;
+mod push;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -18,6 +19,7 @@ use tokio::sync::Semaphore;
 pub use credentials::{BmcOptions, Credentials, Login, normal_mac};
 pub use error::{RedfishError, bmc_message};
 use error::{chain, retry_after};
+pub use push::{Upload, sha256_file};
 
 /// The most a BMC answer may weigh; anything larger is refused rather than buffered.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -54,6 +56,13 @@ pub struct Reply {
     /// `Location` (task monitors, new sessions).
     pub location: Option<String>,
     pub body: Value,
+}
+
+/// What a request carries: JSON, or an image streamed from disk (rebuilt for each attempt).
+#[derive(Clone, Copy)]
+enum Payload<'a> {
+    Json(&'a Value),
+    Upload(&'a Upload),
 }
 
 #[derive(Clone)]
@@ -174,7 +183,7 @@ impl RedfishClient {
         bmc: Bmc<'_>,
         method: Method,
         path: &str,
-        body: Option<&Value>,
+        body: Option<Payload<'_>>,
         auth: (&Auth, &Login),
     ) -> Result<(StatusCode, reqwest::header::HeaderMap, Value), RedfishError> {
         let url = self.url(bmc.ip, path);
@@ -187,14 +196,23 @@ impl RedfishClient {
             (Auth::Basic, login) => request.basic_auth(&login.username, Some(&login.password)),
             (Auth::Unknown, _) => request,
         };
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let unreachable = |why: String| {
-            RedfishError::Unreachable {
-                status: None,
-                message: format!("BMC {} {method} {path}: {why}", bmc.ip),
+        let mut deadline = self.settings.timeout;
+        match body {
+            Some(Payload::Json(body)) => request = request.json(body),
+            Some(Payload::Upload(upload)) => {
+                // An image upload takes as long as the link needs, within its own bound.
+                deadline = push::UPLOAD_TIMEOUT.max(deadline);
+                let (content_type, body) = upload.body();
+                request = request
+                    .timeout(deadline)
+                    .header(reqwest::header::CONTENT_TYPE, content_type)
+                    .body(body);
             }
+            None => {}
+        }
+        let unreachable = |why: String| RedfishError::Unreachable {
+            status: None,
+            message: format!("BMC {} {method} {path}: {why}", bmc.ip),
         };
         let call = async {
             let mut response = request.send().await.map_err(|e| unreachable(chain(&e)))?;
@@ -219,12 +237,9 @@ impl RedfishClient {
             };
             Ok((status, headers, value))
         };
-        match tokio::time::timeout(self.settings.timeout, call).await {
+        match tokio::time::timeout(deadline, call).await {
             Ok(result) => result,
-            Err(_) => Err(unreachable(format!(
-                "no answer within {:?}",
-                self.settings.timeout
-            ))),
+            Err(_) => Err(unreachable(format!("no answer within {deadline:?}"))),
         }
     }
 
@@ -259,7 +274,7 @@ impl RedfishClient {
                 bmc,
                 Method::POST,
                 &sessions,
-                Some(&credentials),
+                Some(Payload::Json(&credentials)),
                 (&Auth::Unknown, login),
             )
             .await?;
@@ -283,6 +298,27 @@ impl RedfishClient {
         method: Method,
         path: &str,
         body: Option<&Value>,
+    ) -> Result<Reply, RedfishError> {
+        self.call(bmc, method, path, body.map(Payload::Json)).await
+    }
+
+    /// Pushes a firmware image (`HttpPushUri` or `MultipartHttpPushUri`), streamed from its file.
+    pub async fn push(
+        &self,
+        bmc: Bmc<'_>,
+        uri: &str,
+        upload: &Upload,
+    ) -> Result<Reply, RedfishError> {
+        self.call(bmc, Method::POST, uri, Some(Payload::Upload(upload)))
+            .await
+    }
+
+    async fn call(
+        &self,
+        bmc: Bmc<'_>,
+        method: Method,
+        path: &str,
+        body: Option<Payload<'_>>,
     ) -> Result<Reply, RedfishError> {
         let _all = self.total.acquire().await;
         let state = self.state(bmc.ip);

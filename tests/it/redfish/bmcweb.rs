@@ -2,13 +2,16 @@
 //! a stand-in that behaves like bmcweb: the host system among several, ids that stay unique,
 //! actions checked against their ActionInfo, power as the original maps it, the BMC's reboot.
 
+mod firmware;
 mod racks;
 mod server;
 mod tree;
 mod update;
 
 use flow::clients::redfish::{Bmc as Address, RedfishError};
-use flow::components::{DeviceError, DevicePower, PowerControl, PowerOp, PowerStatus, Registration};
+use flow::components::{
+    DeviceError, DevicePower, PowerControl, PowerOp, PowerStatus, Registration,
+};
 use flow::inventory::model::ComponentType;
 use serde_json::json;
 use server::{Handle, start};
@@ -52,9 +55,15 @@ async fn a_gb200_compute_tray_drives_its_host_system_never_the_gpu_baseboard() {
     assert_eq!(seen.first(), Some(&DevicePower::On), "still powering off");
     assert_eq!(seen.last(), Some(&DevicePower::Off), "{seen:?}");
     manager.set_power(&compute, PowerOp::On).await.unwrap();
-    manager.set_power(&compute, PowerOp::ForceOff).await.unwrap();
+    manager
+        .set_power(&compute, PowerOp::ForceOff)
+        .await
+        .unwrap();
     manager.set_power(&compute, PowerOp::Restart).await.unwrap();
-    manager.set_power(&compute, PowerOp::ForceRestart).await.unwrap();
+    manager
+        .set_power(&compute, PowerOp::ForceRestart)
+        .await
+        .unwrap();
     let b = at.bmc.lock().unwrap();
     assert_eq!(
         b.actions,
@@ -66,7 +75,11 @@ async fn a_gb200_compute_tray_drives_its_host_system_never_the_gpu_baseboard() {
             "ComputerSystem.Reset:ForceRestart"
         ]
     );
-    let posts: Vec<&String> = b.requests.iter().filter(|r| r.starts_with("POST")).collect();
+    let posts: Vec<&String> = b
+        .requests
+        .iter()
+        .filter(|r| r.starts_with("POST"))
+        .collect();
     assert!(
         posts
             .iter()
@@ -106,11 +119,17 @@ async fn switch_trays_without_a_uuid_register_by_their_chassis_serial() {
     );
     // Without a chassis serial, the BMC's own MAC.
     let bare = bmc(GBSWITCH, port, |b| {
-        b.tree
-            .set("/redfish/v1/Chassis/BMC_eeprom", "/SerialNumber", json!(null))
+        b.tree.set(
+            "/redfish/v1/Chassis/BMC_eeprom",
+            "/SerialNumber",
+            json!(null),
+        )
     })
     .await;
-    assert_eq!(id(&bare).await, Ok(Some("bmc-mac:64:33:aa:56:68:7e".into())));
+    assert_eq!(
+        id(&bare).await,
+        Ok(Some("bmc-mac:64:33:aa:56:68:7e".into()))
+    );
 }
 
 #[tokio::test]
@@ -151,9 +170,11 @@ async fn the_stand_in_refuses_an_unlisted_reset_type_like_bmcweb_with_its_status
     let port = free_port();
     let at = bmc(GB200, port, |_| {}).await;
     let setup = Setup::http(port).redfish_setup();
-    let client =
-        flow::clients::redfish::RedfishClient::new(setup.client.clone(), setup.credentials().unwrap())
-            .unwrap();
+    let client = flow::clients::redfish::RedfishClient::new(
+        setup.client.clone(),
+        setup.credentials().unwrap(),
+    )
+    .unwrap();
     let addr = Address {
         ip: &at.ip,
         mac: None,
@@ -194,7 +215,10 @@ async fn warm_reset_restarts_the_host_and_cold_reset_cycles_the_chassis() {
     }
     assert_eq!(
         compute.bmc.lock().unwrap().actions,
-        ["ComputerSystem.Reset:GracefulRestart", "Chassis.Reset:PowerCycle"]
+        [
+            "ComputerSystem.Reset:GracefulRestart",
+            "Chassis.Reset:PowerCycle"
+        ]
     );
     assert_eq!(
         switch.bmc.lock().unwrap().actions,
@@ -203,7 +227,11 @@ async fn warm_reset_restarts_the_host_and_cold_reset_cycles_the_chassis() {
             "ComputerSystem.Reset:PowerCycle"
         ]
     );
-    assert_eq!(compute.bmc.lock().unwrap().reboots, 0, "the BMC was not reset");
+    assert_eq!(
+        compute.bmc.lock().unwrap().reboots,
+        0,
+        "the BMC was not reset"
+    );
 }
 
 #[tokio::test]
@@ -216,7 +244,11 @@ async fn a_bmc_reset_is_done_once_the_bmc_went_away_and_answers_again() {
     {
         let b = at.bmc.lock().unwrap();
         assert_eq!(b.actions, ["Manager.Reset:GracefulRestart"]);
-        assert_eq!((b.reboots, b.back), (1, 1), "returned only after the BMC came back");
+        assert_eq!(
+            (b.reboots, b.back),
+            (1, 1),
+            "returned only after the BMC came back"
+        );
     }
     // The session died with the reboot: the next call logs in again and works.
     assert_eq!(manager.power_status(&d).await, Ok(DevicePower::On));

@@ -89,7 +89,12 @@ impl RedfishManager {
         path: &str,
     ) -> Result<Option<Vec<String>>, DeviceError> {
         let key = (super::bmc_ip(device)?.to_string(), path.to_string());
-        if let Some(found) = self.action_infos.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        if let Some(found) = self
+            .action_infos
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&key).cloned())
+        {
             return Ok(found);
         }
         let info = self.get(device, path).await?;
@@ -101,7 +106,12 @@ impl RedfishManager {
     }
 
     /// `unsupported`: the BMC does not offer `what` with any of the types an operation needs.
-    pub(super) fn not_offered(device: &Device, what: &str, wanted: &[&str], action: &Action) -> DeviceError {
+    pub(super) fn not_offered(
+        device: &Device,
+        what: &str,
+        wanted: &[&str],
+        action: &Action,
+    ) -> DeviceError {
         DeviceError::Unsupported(format!(
             "{} {}: the BMC does not offer {what} ResetType {} (it allows {})",
             device.kind,

@@ -102,7 +102,9 @@ impl RedfishManager {
             return systems.iter().find(named).cloned().ok_or_else(|| {
                 Self::refused(
                     device,
-                    format!("the credentials file names system {wanted}, which the BMC does not list"),
+                    format!(
+                        "the credentials file names system {wanted}, which the BMC does not list"
+                    ),
                 )
             });
         }

@@ -39,13 +39,6 @@ impl Resources {
     }
 }
 
-/// A firmware update in flight on one device: what to follow and what to expect.
-#[derive(Debug, Clone)]
-struct Update {
-    task: Option<String>,
-    version: String,
-}
-
 /// The `redfish` provider.
 #[derive(Debug)]
 pub struct RedfishManager {
@@ -54,7 +47,7 @@ pub struct RedfishManager {
     resources: Mutex<HashMap<String, Resources>>,
     /// `ResetType` values of ActionInfo resources, by BMC address and resource.
     action_infos: Mutex<HashMap<(String, String), Option<Vec<String>>>>,
-    updates: Mutex<HashMap<uuid::Uuid, Update>>,
+    updates: Mutex<HashMap<uuid::Uuid, firmware::Update>>,
 }
 
 impl From<RedfishError> for DeviceError {

@@ -59,7 +59,10 @@ impl RedfishManager {
     pub(super) async fn plan(&self, device: &Device, op: PowerOp) -> Result<Plan, DeviceError> {
         let resources = self.resources(device).await?;
         if op == PowerOp::BmcReset {
-            let path = resources.manager.clone().ok_or_else(|| no_action(device, "Manager.Reset"))?;
+            let path = resources
+                .manager
+                .clone()
+                .ok_or_else(|| no_action(device, "Manager.Reset"))?;
             let manager = self.get(device, &path).await?;
             return self
                 .planned(device, &manager, "Manager.Reset", MANAGER_RESET_TYPES)
@@ -78,8 +81,13 @@ impl RedfishManager {
             }
         }
         let system = self.get(device, &resources.system).await?;
-        self.planned(device, &system, "ComputerSystem.Reset", system_reset_types(op))
-            .await
+        self.planned(
+            device,
+            &system,
+            "ComputerSystem.Reset",
+            system_reset_types(op),
+        )
+        .await
     }
 
     async fn planned(
@@ -142,8 +150,12 @@ fn no_action(device: &Device, name: &str) -> DeviceError {
 impl PowerControl for RedfishManager {
     async fn set_power(&self, device: &Device, op: PowerOp) -> Result<(), DeviceError> {
         let plan = self.plan(device, op).await?;
-        self.post(device, &plan.action.target, &json!({"ResetType": plan.kind}))
-            .await?;
+        self.post(
+            device,
+            &plan.action.target,
+            &json!({"ResetType": plan.kind}),
+        )
+        .await?;
         if op == PowerOp::BmcReset {
             self.wait_for_bmc_restart(device).await?;
         }

@@ -51,7 +51,12 @@ async fn external_ids(ops: &Ops, rack: &str) -> Vec<(String, Value)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["name"].as_str().unwrap().to_string(), c["external_id"].clone()))
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["external_id"].clone(),
+            )
+        })
         .collect();
     ids.sort_by(|a, b| a.0.cmp(&b.0));
     ids
@@ -70,7 +75,13 @@ async fn ingest_keeps_ids_unique(backend: Backend) {
             let first = rack(
                 "gb1",
                 vec![
-                    tray("compute", "gb1-c1", "1583124820080", "3c:6d:66:0e:db:dc", &compute),
+                    tray(
+                        "compute",
+                        "gb1-c1",
+                        "1583124820080",
+                        "3c:6d:66:0e:db:dc",
+                        &compute,
+                    ),
                     tray("nvswitch", "gb1-s1", "SW-0001", "64:33:aa:56:68:01", &one),
                     tray("nvswitch", "gb1-s2", "SW-0002", "64:33:aa:56:68:02", &two),
                 ],
@@ -81,7 +92,10 @@ async fn ingest_keeps_ids_unique(backend: Backend) {
             assert_eq!(
                 external_ids(&ops, "gb1").await,
                 [
-                    ("gb1-c1".into(), json!("501f2928-84ea-8579-cf52-dc2dbd2e4656")),
+                    (
+                        "gb1-c1".into(),
+                        json!("501f2928-84ea-8579-cf52-dc2dbd2e4656")
+                    ),
                     ("gb1-s1".into(), json!("chassis-serial:SW-0001")),
                     ("gb1-s2".into(), json!("chassis-serial:SW-0002")),
                 ]
@@ -90,7 +104,13 @@ async fn ingest_keeps_ids_unique(backend: Backend) {
             // A tray whose BMC reports the same identity as gb1-s1 (a moved or cloned board).
             let second = rack(
                 "gb2",
-                vec![tray("nvswitch", "gb2-s1", "SW-0003", "64:33:aa:56:68:03", &again)],
+                vec![tray(
+                    "nvswitch",
+                    "gb2-s1",
+                    "SW-0003",
+                    "64:33:aa:56:68:03",
+                    &again,
+                )],
             );
             ops.app.create_rack(&second).await;
             let task = ingest(&ops, "gb2").await;

@@ -48,7 +48,6 @@ pub type Shared = Arc<Mutex<Bmc>>;
 /// A running stand-in on its own loopback address.
 pub struct Handle {
     pub ip: String,
-    pub port: u16,
     pub bmc: Shared,
 }
 
@@ -108,7 +107,10 @@ fn read(b: &mut Bmc, path: &str) -> Response {
         Some(body) => json_reply(StatusCode::OK, body.clone()),
         None => json_reply(
             StatusCode::NOT_FOUND,
-            error("ResourceNotFound", &format!("The resource at {path} was not found.")),
+            error(
+                "ResourceNotFound",
+                &format!("The resource at {path} was not found."),
+            ),
         ),
     }
 }
@@ -232,9 +234,5 @@ pub async fn start(tree: &str, ip: String, port: u16, configure: impl FnOnce(&mu
             tokio::time::sleep(window).await;
         }
     });
-    Handle {
-        ip,
-        port,
-        bmc: shared,
-    }
+    Handle { ip, bmc: shared }
 }

@@ -41,7 +41,10 @@ pub fn error(message_id: &str, message: &str) -> Value {
 
 impl Tree {
     pub fn load(name: &str) -> Self {
-        let path = format!("{}/tests/mockups/{name}.json.gz", env!("CARGO_MANIFEST_DIR"));
+        let path = format!(
+            "{}/tests/mockups/{name}.json.gz",
+            env!("CARGO_MANIFEST_DIR")
+        );
         let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let mut text = String::new();
         flate2::read::GzDecoder::new(file)

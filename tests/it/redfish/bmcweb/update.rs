@@ -107,7 +107,9 @@ pub fn push(b: &mut Bmc, path: &str, headers: &HeaderMap, body: &Bytes) -> Optio
         };
         for target in parameters["Targets"].as_array().into_iter().flatten() {
             if target.as_str().and_then(|t| b.tree.get(t)).is_none() {
-                return Some(bad(&format!("Target {target} is not a resource of this BMC.")));
+                return Some(bad(&format!(
+                    "Target {target} is not a resource of this BMC."
+                )));
             }
         }
         (parameters, file)
@@ -155,14 +157,24 @@ fn finish(b: &mut Bmc, id: u32) {
         }
         b.tree.set(&task, "/TaskState", json!("Completed"));
         b.tree.set(&task, "/PercentComplete", json!(100));
-        b.tree.set(&task, "/Messages", json!([{"MessageId": "Update.1.0.UpdateSuccessful",
-            "Message": "Device 'FW' successfully updated."}]));
+        b.tree.set(
+            &task,
+            "/Messages",
+            json!([{"MessageId": "Update.1.0.UpdateSuccessful",
+            "Message": "Device 'FW' successfully updated."}]),
+        );
     } else {
-        let why = bundle["fail"].as_str().unwrap_or("The image is not a valid update package.");
+        let why = bundle["fail"]
+            .as_str()
+            .unwrap_or("The image is not a valid update package.");
         b.tree.set(&task, "/TaskState", json!("Exception"));
         b.tree.set(&task, "/TaskStatus", json!("Critical"));
-        b.tree.set(&task, "/Messages", json!([{"MessageId": "Update.1.0.ApplyFailed",
-            "Message": why}]));
+        b.tree.set(
+            &task,
+            "/Messages",
+            json!([{"MessageId": "Update.1.0.ApplyFailed",
+            "Message": why}]),
+        );
     }
 }
 
