@@ -29,6 +29,7 @@ pub struct Setup {
     pub insecure: bool,
     pub credentials_file: Option<PathBuf>,
     pub catalog_file: Option<PathBuf>,
+    pub firmware_members: Option<String>,
     pub max_inflight: usize,
 }
 
@@ -42,6 +43,7 @@ impl Setup {
             insecure: false,
             credentials_file: None,
             catalog_file: None,
+            firmware_members: None,
             max_inflight: 2,
         }
     }
@@ -62,6 +64,7 @@ impl Setup {
             }),
             credentials_file: self.credentials_file.clone(),
             catalog_file: self.catalog_file.clone(),
+            firmware_members: self.firmware_members.clone(),
         }
     }
 

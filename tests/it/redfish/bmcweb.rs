@@ -291,3 +291,49 @@ async fn when_nothing_in_the_tree_decides_the_credentials_file_names_the_host() 
         Ok(Some("501f2928-84ea-8579-cf52-dc2dbd2e4656".into()))
     );
 }
+
+#[tokio::test]
+async fn observed_firmware_comes_from_the_firmware_inventory_and_a_version_nothing_runs_differs() {
+    use flow::components::Inventory;
+    let port = free_port();
+    let at = bmc(GB200, port, |_| {}).await;
+    let observe = |setup: Setup, version: Option<&str>| {
+        let mut d = device(ComponentType::Compute, &at);
+        d.firmware_version = version.map(String::from);
+        async move {
+            let report = setup
+                .manager()
+                .observe(ComponentType::Compute, std::slice::from_ref(&d), false)
+                .await
+                .unwrap();
+            report.seen[&d.component_id].clone()
+        }
+    };
+    // Nothing configured: the manager's FirmwareVersion; the serial is the tray chassis'.
+    let seen = observe(Setup::http(port), Some("GB200Nvl-24.12-8")).await;
+    assert_eq!(seen.firmware_version.as_deref(), Some("GB200Nvl-24.12-8"));
+    assert_eq!(seen.serial_number.as_deref(), Some("1583124820080"));
+    assert_eq!(seen.power, Some(DevicePower::On));
+    assert!(
+        seen.macs.contains(&"3c:6d:66:0e:db:dc".to_string()),
+        "{seen:?}"
+    );
+    // A member configured per type.
+    let mut setup = Setup::http(port);
+    setup.firmware_members = Some("compute=HGX_FW_GPU_1,nvswitch=MGX_FW_BMC_0".into());
+    let seen = observe(setup, None).await;
+    assert_eq!(seen.firmware_version.as_deref(), Some("97.00.72.00.00"));
+    // The inventory names a catalog version whose expect member runs something else.
+    let dir = crate::support::redfish::TempDir::new();
+    let mut setup = Setup::http(port);
+    setup.catalog_file = Some(dir.write(
+        "catalog.toml",
+        "[[firmware]]\ntype = \"compute\"\nversion = \"25.06-2\"\nfile = \"/fw/x\"\n\
+         [firmware.expect]\nFW_BMC_0 = \"25.06-2\"\n",
+    ));
+    let seen = observe(setup, Some("25.06-2")).await;
+    assert_eq!(
+        seen.firmware_version.as_deref(),
+        Some("FW_BMC_0 GB200Nvl-24.12-8")
+    );
+}

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::clients::redfish::{Bmc, RedfishClient, RedfishError};
 use crate::components::{Device, DeviceError, FirmwareRequest, Preflight, Registration};
+use crate::inventory::model::ComponentType;
 
 pub use catalog::Catalog;
 
@@ -48,6 +49,8 @@ pub struct RedfishManager {
     /// `ResetType` values of ActionInfo resources, by BMC address and resource.
     action_infos: Mutex<HashMap<(String, String), Option<Vec<String>>>>,
     updates: Mutex<HashMap<uuid::Uuid, firmware::Update>>,
+    /// Per type, the FirmwareInventory member that states the observed firmware.
+    firmware_members: HashMap<ComponentType, String>,
 }
 
 impl From<RedfishError> for DeviceError {
@@ -59,6 +62,25 @@ impl From<RedfishError> for DeviceError {
             }
         }
     }
+}
+
+/// Reads `FLOW_REDFISH_FIRMWARE_MEMBER` (`compute=FW_BMC_0,nvswitch=MGX_FW_BMC_0`).
+pub fn firmware_members(text: &str) -> Result<HashMap<ComponentType, String>, String> {
+    let bad = |why: String| format!("FLOW_REDFISH_FIRMWARE_MEMBER: {why}");
+    let mut out = HashMap::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (kind, member) = entry
+            .split_once('=')
+            .ok_or_else(|| bad(format!("{entry:?} is not type=member")))?;
+        let kind = ComponentType::parse(kind.trim())
+            .ok_or_else(|| bad(format!("unknown component type {kind:?}")))?;
+        let member = member.trim();
+        if member.is_empty() {
+            return Err(bad(format!("{entry:?} names no member")));
+        }
+        out.insert(kind, member.to_string());
+    }
+    Ok(out)
 }
 
 /// The device's BMC address, or why it has none.
@@ -111,13 +133,18 @@ fn about(device: &Device, e: RedfishError) -> DeviceError {
 }
 
 impl RedfishManager {
-    pub fn new(client: Arc<RedfishClient>, catalog: Catalog) -> Arc<Self> {
+    pub fn new(
+        client: Arc<RedfishClient>,
+        catalog: Catalog,
+        firmware_members: HashMap<ComponentType, String>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             client,
             catalog,
             resources: Mutex::new(HashMap::new()),
             action_infos: Mutex::new(HashMap::new()),
             updates: Mutex::new(HashMap::new()),
+            firmware_members,
         })
     }
 

@@ -59,6 +59,32 @@ impl RedfishManager {
         )))
     }
 
+    /// The firmware a tray runs, as validation compares it with the inventory's: when the
+    /// catalog's entry for the inventory's version has `expect` members, that version if every
+    /// member runs it, else what the first differing member runs; else the member configured
+    /// for the type (`FLOW_REDFISH_FIRMWARE_MEMBER`); else the system's BIOS or the manager's
+    /// firmware version. So a version no part runs is never a match.
+    async fn observed_firmware(&self, device: &Device) -> Result<Option<String>, DeviceError> {
+        let model = device.model.as_deref();
+        if let Some(want) = &device.firmware_version
+            && let Some(image) = self.catalog.find(device.kind, model, want)
+            && !image.expect.is_empty()
+        {
+            for (member, version) in &image.expect {
+                let seen = self.member_version(device, member).await?;
+                if seen.as_deref().map(str::trim) != Some(version.trim()) {
+                    let seen = seen.unwrap_or_else(|| "no version".into());
+                    return Ok(Some(format!("{member} {seen}")));
+                }
+            }
+            return Ok(Some(want.clone()));
+        }
+        if let Some(member) = self.firmware_members.get(&device.kind) {
+            return self.member_version(device, member).await;
+        }
+        self.whole_version(device).await
+    }
+
     async fn observe_one(&self, device: &Device) -> Result<Observation, DeviceError> {
         let resources = self.resources(device).await?;
         let system = self.get(device, &resources.system).await?;
@@ -88,7 +114,7 @@ impl RedfishManager {
             external_id,
             serial_number: serial,
             model,
-            firmware_version: text(&system, "BiosVersion"),
+            firmware_version: self.observed_firmware(device).await?,
             power: Some(power_state(&system)),
             macs: macs.into_iter().map(|m| normal_mac(&m)).collect(),
         })
