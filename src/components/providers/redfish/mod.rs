@@ -40,6 +40,9 @@ impl Resources {
     }
 }
 
+/// The values one ActionInfo allows (`None`: it lists none).
+type AllowedValues = Option<Vec<String>>;
+
 /// The `redfish` provider.
 #[derive(Debug)]
 pub struct RedfishManager {
@@ -47,7 +50,7 @@ pub struct RedfishManager {
     catalog: Catalog,
     resources: Mutex<HashMap<String, Resources>>,
     /// `ResetType` values of ActionInfo resources, by BMC address and resource.
-    action_infos: Mutex<HashMap<(String, String), Option<Vec<String>>>>,
+    action_infos: Mutex<HashMap<(String, String), AllowedValues>>,
     updates: Mutex<HashMap<uuid::Uuid, firmware::Update>>,
     /// Per type, the FirmwareInventory member that states the observed firmware.
     firmware_members: HashMap<ComponentType, String>,
