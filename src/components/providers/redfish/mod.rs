@@ -231,8 +231,8 @@ impl Preflight for RedfishManager {
 
 #[async_trait]
 impl Registration for RedfishManager {
-    /// Ingest: reach the BMC and hand back the tray's stable id (see [`Self::tray_id`]) as the
-    /// component's external id.
+    /// Ingest: reach the BMC and hand back the tray's stable id as the component's external id:
+    /// the host system's UUID, else `chassis-serial:…`, else `bmc-mac:…`.
     async fn register(&self, device: &Device) -> Result<Option<String>, DeviceError> {
         let resources = self.resources(device).await?;
         let system = self.get(device, &resources.system).await?;
