@@ -192,6 +192,7 @@ impl RedfishManager {
     }
 }
 
+#[async_trait]
 impl Preflight for RedfishManager {
     fn device_gap(&self, device: &Device) -> Option<String> {
         bmc_ip(device).err().map(|_| {
@@ -200,6 +201,15 @@ impl Preflight for RedfishManager {
                 device.kind, device.name
             )
         })
+    }
+
+    /// Asks the BMC (discovery and ActionInfo, both cached) whether it lists a reset type for
+    /// `op`; a BMC that does not answer now is left to the run.
+    async fn power_gap(&self, device: &Device, op: crate::components::PowerOp) -> Option<String> {
+        match self.plan(device, op).await {
+            Err(DeviceError::Unsupported(why)) => Some(why),
+            _ => None,
+        }
     }
 
     fn firmware_gap(&self, device: &Device, request: &FirmwareRequest) -> Option<String> {

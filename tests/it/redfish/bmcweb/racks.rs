@@ -131,6 +131,61 @@ async fn ingest_keeps_ids_unique(backend: Backend) {
         .await;
 }
 
+async fn unsupported_before_anything_is_sent(backend: Backend) {
+    let port = free_port();
+    let compute = super::bmc(GB200, port, |b| {
+        // This host cannot shut down gracefully.
+        b.tree.set(
+            "/redfish/v1/Systems/System_0/ResetActionInfo",
+            "/Parameters/0/AllowableValues",
+            json!(["On", "ForceOff"]),
+        );
+    })
+    .await;
+    let set = Setup::http(port).managers();
+    let state = compute.bmc.clone();
+    OpsBuilder::new(backend)
+        .managers(ComponentType::Compute, set)
+        .run(|ops| async move {
+            let r = rack(
+                "gb3",
+                vec![tray(
+                    "compute",
+                    "gb3-c1",
+                    "1583124820080",
+                    "3c:6d:66:0e:db:dc",
+                    &compute,
+                )],
+            );
+            ops.app.create_rack(&r).await;
+            let body = json!({"target_spec": {"racks": [{"name": "gb3"}]}, "forced": false});
+            let plan = ops
+                .app
+                .post("/v1/operations/power-off?dry_run=true", &body)
+                .await;
+            assert_eq!(plan.status, 200, "{}", plan.text);
+            let planned = plan.body["racks"][0].to_string();
+            assert!(
+                planned.contains("GracefulShutdown") && planned.contains("gb3-c1"),
+                "{planned}"
+            );
+            let refused = ops.operate("power-off", &body).await;
+            let problem = refused.assert_problem(422, "unsupported").to_string();
+            assert!(problem.contains("GracefulShutdown"), "{problem}");
+            // Forced, the tray can: ForceOff is listed.
+            let forced = json!({"target_spec": {"racks": [{"name": "gb3"}]}, "forced": true});
+            let r = ops.operate("power-off", &forced).await;
+            assert_eq!(r.status, 202, "{}", r.text);
+            let task = ops.wait_end(r.body["task_ids"][0].as_str().unwrap()).await;
+            assert_eq!(task["status"], "succeeded", "{task}");
+            assert_eq!(
+                state.lock().unwrap().actions,
+                ["ComputerSystem.Reset:ForceOff"]
+            );
+        })
+        .await;
+}
+
 macro_rules! on_both {
     ($($name:ident => $body:ident),* $(,)?) => {
         mod postgres {
@@ -154,4 +209,5 @@ macro_rules! on_both {
 
 on_both! {
     ingest_registers_every_gb200_tray_with_a_unique_id_and_a_clash_names_both => ingest_keeps_ids_unique,
+    a_reset_type_the_bmc_does_not_list_is_unsupported_in_the_dry_run_and_at_submission => unsupported_before_anything_is_sent,
 }
