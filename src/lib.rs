@@ -34,6 +34,8 @@
 //! - [`telemetry`] sets up logs, OTLP traces and Prometheus metrics.
 //! - [`clock`] is where "now" comes from (the wall clock, or a test clock), injected everywhere.
 //! - [`error`] is the one domain error type.
+//! - [`domain`] is the shared vocabulary (component kinds, operation codes, devices, operation
+//!   requests and targets) that several layers name, so none of them imports another for it.
 //! - [`ids`] holds the typed ids (`RackId`, `TaskId`, …) the domain passes around.
 //! - [`bench`](mod@bench) is the Temporal baseline `scripts/bench` compares a rack fan-out against.
 
@@ -52,6 +54,7 @@ pub mod components;
 pub mod config;
 pub mod db;
 pub mod dev;
+pub mod domain;
 pub mod drift;
 pub mod error;
 pub mod ids;

@@ -238,7 +238,7 @@ async fn create_token_in_database(
     let actor = format!("local:{user}");
     let identity = flow::auth::Identity::new(actor.clone(), vec![flow::auth::Role::Admin]);
     let context = std::sync::Arc::new(flow::audit::Context::new(
-        &identity,
+        &identity.actor,
         Some("admin"),
         "CLI",
         "flow token create",

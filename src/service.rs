@@ -13,10 +13,9 @@ use crate::config::Config;
 use crate::drift::sync::{DriftSync, sync_loop};
 use crate::error::{Error, Result};
 use crate::schedules::dispatch_loop;
-use crate::tasks::engine::WorkflowEngine;
-use crate::workflows::activities::RackActivities;
+use crate::workflows::rack::activities::RackActivities;
 use crate::workflows::{LinkedEngine, TemporalLink, worker};
-use crate::{api, db};
+use crate::{api, db, ui};
 
 /// Which parts this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,12 +77,14 @@ pub async fn run(
         .map_err(|e| Error::invalid("FLOW_TEMPORAL_ADDRESS", e.to_string()))?;
     let link = TemporalLink::new(&config.temporal.address, &config.temporal.namespace);
     let maintainer = tokio::spawn(link.clone().maintain());
-    let engine: Arc<dyn WorkflowEngine> = Arc::new(LinkedEngine::new(
+    // Tasks and rollouts through the same link: each call finds the client connected at that
+    // moment, so a process that started before Temporal was reachable still runs both.
+    let engine = Arc::new(LinkedEngine::new(
         link.clone(),
         config.temporal.task_queue.clone(),
     ));
     let app = App::builder(conn, config.clone())
-        .engine(engine)
+        .engines(engine)
         .registry(registry.clone())
         .build();
     let state = app.state().clone();
@@ -238,6 +239,12 @@ async fn stop_drift_sync(
     }
 }
 
+/// The whole HTTP application of a process: the API and the operator console side by side,
+/// behind one guard and middleware stack.
+pub fn router(state: AppState) -> axum::Router {
+    api::router_with(state, ui::routes(), ui::face())
+}
+
 async fn serve_api(
     config: Config,
     state: AppState,
@@ -256,7 +263,7 @@ async fn serve_api(
     let grace = config.server.shutdown_grace;
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let drain_state = state.clone();
-    let server = axum::serve(listener, api::router(state)).with_graceful_shutdown(async move {
+    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
         shutdown.await;
         // Stop accepting (axum does on return) and end event streams with a final event, so
         // open streams do not hold the process until their tasks end.

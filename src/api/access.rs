@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -33,6 +33,20 @@ pub enum Access {
 }
 
 use Access::{Metrics, Needs, Public, Runs, Session};
+
+/// How the console answers for itself where the guard stops a request: its session credential,
+/// its sign-in redirect and its error page. The console (`ui`) supplies it when it is mounted
+/// beside the API (`service::router`), so the guard serves both faces without `api` knowing
+/// the console.
+#[derive(Clone, Copy)]
+pub struct ConsoleFace {
+    /// The credential of the browser's session, if it presents one.
+    pub token: for<'a> fn(&'a HeaderMap) -> Option<&'a str>,
+    /// Where a browser without a valid session goes: the sign-in page.
+    pub to_login: fn(&Method, &Uri, &HeaderMap) -> Response,
+    /// A problem as a whole console page.
+    pub error_page: fn(Problem) -> Response,
+}
 use Role::{Admin, Editor, Operator, Viewer};
 
 /// Every route, one line each: method, path template (as the OpenAPI document spells it), access.
@@ -278,13 +292,16 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     };
     // The console answers in HTML and takes its session cookie; everything else takes only a
     // bearer header (a cookie on `/v1` would let any page the browser visits act as the user).
-    let console = matches!(access, Session(_));
+    let console = match access {
+        Session(_) => request.extensions().get::<ConsoleFace>().copied(),
+        _ => None,
+    };
     let auth = state.authenticator();
     let identity = if auth.modes().is_none() {
         Identity::anonymous()
     } else {
-        let presented = if console {
-            crate::ui::session::token(request.headers())
+        let presented = if let Some(face) = console {
+            (face.token)(request.headers())
         } else {
             request
                 .headers()
@@ -296,10 +313,9 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
                 .filter(|t| !t.is_empty())
         };
         let Some(presented) = presented else {
-            return if console {
-                crate::ui::session::to_login(request.method(), request.uri(), request.headers())
-            } else {
-                unauthorized(&AuthError::Missing)
+            return match console {
+                Some(face) => (face.to_login)(request.method(), request.uri(), request.headers()),
+                None => unauthorized(&AuthError::Missing),
             };
         };
         match auth.authenticate(presented).await {
@@ -310,18 +326,18 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
                     Code::Unavailable,
                     "credentials cannot be checked right now; retry",
                 );
-                return if console {
-                    crate::ui::page::error_page(problem)
-                } else {
-                    problem.into_response()
+                return match console {
+                    Some(face) => (face.error_page)(problem),
+                    None => problem.into_response(),
                 };
             }
             Err(e) => {
                 tracing::info!(%method, %route, reason = %e, "refused a bearer token");
-                return if console {
-                    crate::ui::session::to_login(request.method(), request.uri(), request.headers())
-                } else {
-                    unauthorized(&e)
+                return match console {
+                    Some(face) => {
+                        (face.to_login)(request.method(), request.uri(), request.headers())
+                    }
+                    None => unauthorized(&e),
                 };
             }
         }
@@ -336,7 +352,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         .and_then(|v| v.to_str().ok())
         .map(String::from);
     let context = Arc::new(audit::Context::new(
-        &identity,
+        &identity.actor,
         role.or(identity.main_role()).map(Role::as_str),
         method.as_str(),
         &route,
@@ -344,8 +360,10 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     ));
     let response = match role {
         Some(_) => audit::scope(context.clone(), next.run(request)).await,
-        None if console => crate::ui::page::error_page(forbidden_problem(&identity, needed)),
-        None => forbidden_problem(&identity, needed).into_response(),
+        None => match console {
+            Some(face) => (face.error_page)(forbidden_problem(&identity, needed)),
+            None => forbidden_problem(&identity, needed).into_response(),
+        },
     };
     if audited {
         finish_audit(&state, &context, response.status()).await;

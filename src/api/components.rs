@@ -301,6 +301,6 @@ pub async fn purge_component(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
-    components::purge(state.db(), id.into()).await?;
+    components::purge(state.db(), id.into(), state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

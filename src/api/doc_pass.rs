@@ -94,7 +94,7 @@ fn list_items_by_reference(doc: &mut Value) {
 
 /// Strings whose values form a closed set, as enums: `(schema, property, values)`.
 fn closed_sets(doc: &mut Value) {
-    let operation_codes: Vec<&str> = crate::operations::OperationCode::ALL
+    let operation_codes: Vec<&str> = crate::domain::OperationCode::ALL
         .iter()
         .map(|c| c.as_str())
         .collect();

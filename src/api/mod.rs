@@ -71,18 +71,32 @@ pub fn openapi() -> doc_pass::Document {
     parts().1
 }
 
-/// The complete HTTP application: routes, Swagger UI, and the middleware stack.
+/// The API alone: routes, Swagger UI, and the middleware stack.
 pub fn router(state: AppState) -> Router {
+    build(state, Router::new(), None)
+}
+
+/// The API with a second face mounted beside it (the console): its routes sit behind the same
+/// guard and middleware, and `face` is how the guard answers for it.
+pub fn router_with(state: AppState, beside: Router<AppState>, face: access::ConsoleFace) -> Router {
+    build(state, beside, Some(face))
+}
+
+fn build(state: AppState, beside: Router<AppState>, face: Option<access::ConsoleFace>) -> Router {
     let config = state.config().clone();
     let (routes, doc) = parts();
     let request_id = axum::http::HeaderName::from_static("x-request-id");
     let mut app = routes
         // The console sits behind the same guard: its pages need `viewer`, its forms `operator`.
-        .merge(crate::ui::routes())
+        .merge(beside)
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             access::guard,
-        ))
+        ));
+    if let Some(face) = face {
+        app = app.layer(axum::Extension(face));
+    }
+    let mut app = app
         .merge(SwaggerUi::new("/swagger-ui").external_url_unchecked("/openapi.json", doc.0))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

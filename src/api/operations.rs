@@ -17,8 +17,8 @@ use super::schema::operation::{
 };
 use super::schema::rule::{DryRunDoc, RackPlanDoc};
 use crate::app::AppState;
+use crate::domain::operation::{Operation, OperationSpec};
 use crate::error::{Error, Violations};
-use crate::operations::model::{Operation, OperationSpec};
 
 mod rack;
 

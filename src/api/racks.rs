@@ -278,6 +278,6 @@ pub async fn purge_rack(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
-    racks::purge(state.db(), id.into()).await?;
+    racks::purge(state.db(), id.into(), state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -17,8 +17,8 @@ use super::schema::rule::{
     RuleVersionDoc, RuleVersionListDoc,
 };
 use crate::app::AppState;
+use crate::domain::code::{OperationCode, UnknownOperation};
 use crate::error::Error;
-use crate::operations::code::{OperationCode, UnknownOperation};
 use crate::rules::store::{self, RuleFilter};
 use crate::rules::{associations, builtin, parse};
 
@@ -188,7 +188,7 @@ pub async fn delete_rule(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
-    store::delete(state.db(), id.into()).await?;
+    store::delete(state.db(), id.into(), state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -339,6 +339,6 @@ pub async fn dissociate(
 ) -> ApiResult<StatusCode> {
     let id = uuid_param("id", &id)?;
     let operation = operation_param(&operation)?;
-    associations::dissociate(state.db(), id.into(), operation).await?;
+    associations::dissociate(state.db(), id.into(), operation, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

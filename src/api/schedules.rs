@@ -20,10 +20,10 @@ use super::schema::schedule_view::{
     ConflictsDoc, RunDoc, RunListDoc, ScheduleDoc, ScopeDoc, ScopeListDoc,
 };
 use crate::app::AppState;
+use crate::domain::operation::RackRef;
 use crate::error::{Error, Violations};
 use crate::ids::ScheduleId;
 use crate::inventory::query::PageRequest;
-use crate::operations::model::RackRef;
 use crate::schedules::ScheduleService;
 use crate::schedules::service::SchedulePatch;
 use crate::schedules::store::{self, ScheduleFilter};

@@ -13,8 +13,9 @@ use super::extract::{Json, uuid_param};
 use super::openapi::AUTH;
 use super::problem::{ApiResult, Problem};
 use crate::app::AppState;
+use crate::audit;
+use crate::auth::Role;
 use crate::auth::tokens::{self, ApiToken, NewToken};
-use crate::auth::{Role, audit_actor};
 use crate::error::Error;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -113,7 +114,7 @@ pub async fn create_token(
         role,
         expires_in,
     };
-    let created = tokens::create(state.db(), &new, &audit_actor(), state.now()).await?;
+    let created = tokens::create(state.db(), &new, &audit::actor(), state.now()).await?;
     Ok((
         StatusCode::CREATED,
         axum::Json(CreatedTokenDoc {

@@ -16,11 +16,11 @@ use crate::config::Config;
 use crate::drift::observe::Observer;
 use crate::drift::sync::DriftSync;
 use crate::inventory::batch::SerialLookups;
-use crate::rollouts::RolloutService;
+use crate::rollouts::{RolloutEngine, RolloutService};
 use crate::schedules::ScheduleService;
 use crate::tasks::TaskService;
 use crate::tasks::engine::{DisabledEngine, WorkflowEngine};
-use crate::workflows::activities::RackActivities;
+use crate::workflows::rack::activities::RackActivities;
 
 /// The assembled application: the handlers' state and what the background parts (worker,
 /// drift sync, schedule dispatcher) are built from.
@@ -38,6 +38,7 @@ pub struct AppBuilder {
     config: Config,
     clock: Arc<dyn Clock>,
     engine: Arc<dyn WorkflowEngine>,
+    rollout_engine: Option<Arc<dyn RolloutEngine>>,
     registry: Arc<Registry>,
 }
 
@@ -49,6 +50,7 @@ impl App {
             config,
             clock: Arc::new(SystemClock),
             engine: Arc::new(DisabledEngine),
+            rollout_engine: None,
             registry: Arc::new(Registry::new()),
         }
     }
@@ -109,10 +111,21 @@ impl AppBuilder {
         self
     }
 
-    /// The engine task and rollout runs start on.
+    /// The engine task runs start on.
     pub fn engine(mut self, engine: Arc<dyn WorkflowEngine>) -> Self {
         self.engine = engine;
         self
+    }
+
+    /// The engine rollout runs start on; without one, creating a rollout answers 503.
+    pub fn rollout_engine(mut self, engine: Arc<dyn RolloutEngine>) -> Self {
+        self.rollout_engine = Some(engine);
+        self
+    }
+
+    /// One engine that runs both tasks and rollouts (Temporal's), injected as each.
+    pub fn engines<E: WorkflowEngine + RolloutEngine + 'static>(self, engine: Arc<E>) -> Self {
+        self.engine(engine.clone()).rollout_engine(engine)
     }
 
     /// The component managers.
@@ -128,9 +141,9 @@ impl AppBuilder {
             config,
             clock,
             engine,
+            rollout_engine,
             registry,
         } = self;
-        let rollout_engine = engine.rollouts();
         let tasks = Arc::new(
             TaskService::new(db.clone(), engine, clock.clone()).with_managers(registry.clone()),
         );

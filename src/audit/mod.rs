@@ -13,7 +13,6 @@ use sea_orm::{
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::auth::Identity;
 use crate::db::entities::audit_log;
 use crate::error::Result;
 
@@ -32,14 +31,14 @@ pub struct Context {
 
 impl Context {
     pub fn new(
-        identity: &Identity,
+        actor: &str,
         role: Option<&str>,
         method: &str,
         route: &str,
         request_id: Option<String>,
     ) -> Self {
         Self {
-            actor: identity.actor.clone(),
+            actor: actor.to_string(),
             role: role.map(String::from),
             method: method.to_string(),
             route: route.to_string(),
@@ -50,8 +49,8 @@ impl Context {
 
     /// A schedule acting on its own timer (`schedule:<name>`).
     pub fn schedule(name: &str, action: &str) -> Self {
-        let identity = Identity::schedule(name);
-        Self::new(&identity, Some("operator"), "SCHEDULE", action, None)
+        let actor = format!("schedule:{name}");
+        Self::new(&actor, Some("operator"), "SCHEDULE", action, None)
     }
 
     /// Rows recorded in this context so far.
@@ -72,6 +71,11 @@ pub async fn scope<F: Future>(context: Arc<Context>, f: F) -> F::Output {
 /// The actor of the running context (`created_by` of tasks), if any.
 pub fn current_actor() -> Option<String> {
     CURRENT.try_with(|c| c.actor.clone()).ok()
+}
+
+/// The actor of the running request or schedule, for `created_by` columns; `system` outside one.
+pub fn actor() -> String {
+    current_actor().unwrap_or_else(|| "system".into())
 }
 
 /// What changed: a resource and its documents before and after (absent when created / gone).

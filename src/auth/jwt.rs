@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::jwks::{Key, KeySet, KeySource, RemoteKeys};
 use super::{AuthError, Identity, Role};
 use crate::config::Config;
+pub use crate::config::parse_role_map;
 
 /// Clock skew tolerated between Flow and the identity provider.
 pub const LEEWAY_SECS: i64 = 60;
@@ -25,20 +26,6 @@ pub struct JwtVerifier {
     audience: String,
     roles_claim: String,
     role_map: HashMap<String, Role>,
-}
-
-/// Parses `FLOW_JWT_ROLE_MAP` (`dc-admins=admin,noc=operator`).
-pub fn parse_role_map(spec: &str) -> Result<HashMap<String, Role>, String> {
-    let mut map = HashMap::new();
-    for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (group, role) = pair
-            .split_once('=')
-            .ok_or_else(|| format!("{pair:?} is not group=role"))?;
-        let role = Role::parse(role)
-            .ok_or_else(|| format!("{role:?} is not a role (viewer, operator, editor or admin)"))?;
-        map.insert(group.trim().to_string(), role);
-    }
-    Ok(map)
 }
 
 impl JwtVerifier {

@@ -9,53 +9,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use sea_orm::DatabaseConnection;
-use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
 use crate::config::Config;
-
-/// What a caller may do. Not a ladder: an editor cannot power racks, an operator cannot edit the
-/// inventory; an admin may do everything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Every read, event streams and dry runs.
-    Viewer,
-    /// Viewer + run operations, cancel tasks, live validation, trigger/pause/resume schedules.
-    Operator,
-    /// Viewer + inventory writes (racks, components, NVL domains).
-    Editor,
-    /// Everything, including rules, schedule definitions, purge, tokens and the audit log.
-    Admin,
-}
-
-impl Role {
-    pub const ALL: [Role; 4] = [Role::Viewer, Role::Operator, Role::Editor, Role::Admin];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Operator => "operator",
-            Role::Editor => "editor",
-            Role::Admin => "admin",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        Role::ALL.into_iter().find(|r| r.as_str() == s.trim())
-    }
-
-    /// Whether holding `self` is enough for a route that needs `needed`.
-    pub fn grants(self, needed: Role) -> bool {
-        self == Role::Admin || needed == Role::Viewer || self == needed
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::config::Modes;
+pub use crate::domain::Role;
 
 /// A caller whose credentials checked out, or the system acting on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,44 +56,6 @@ impl Identity {
         [Role::Admin, Role::Editor, Role::Operator, Role::Viewer]
             .into_iter()
             .find(|r| self.roles.contains(r))
-    }
-}
-
-/// The actor of the running request or schedule, for `created_by` columns.
-pub fn audit_actor() -> String {
-    crate::audit::current_actor().unwrap_or_else(|| "system".into())
-}
-
-/// Which credentials `FLOW_AUTH` accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Modes {
-    pub jwt: bool,
-    pub token: bool,
-}
-
-impl Modes {
-    /// `jwt`, `token`, `jwt,token` (either order) or `none`; `None` for anything else.
-    pub fn parse(value: &str) -> Option<Modes> {
-        let mut modes = Modes {
-            jwt: false,
-            token: false,
-        };
-        let value = value.trim();
-        if value == "none" {
-            return Some(modes);
-        }
-        for part in value.split(',').map(str::trim) {
-            match part {
-                "jwt" if !modes.jwt => modes.jwt = true,
-                "token" if !modes.token => modes.token = true,
-                _ => return None,
-            }
-        }
-        Some(modes)
-    }
-
-    pub fn is_none(self) -> bool {
-        !self.jwt && !self.token
     }
 }
 

@@ -11,7 +11,7 @@ use super::client::{CliError, Client, exit};
 use super::input::{rack_id, read_text};
 use super::output::{self, Format, Table, cell, fields};
 use super::racks::done;
-use crate::operations::code::OperationCode;
+use crate::domain::code::OperationCode;
 
 /// Operations as command-line values, spelled as the API spells them (`power_on`, `upgrade`).
 /// The CLI's concern, so it lives here rather than on the domain enum.

@@ -8,7 +8,7 @@ use super::input::rack_id;
 use super::list::{self, Paging};
 use super::output::{self, Format, Table, cell, fields};
 use super::watch;
-use crate::operations::code::OperationCode;
+use crate::domain::code::OperationCode;
 
 /// `flow task …`
 #[derive(Debug, Subcommand)]

@@ -12,7 +12,7 @@ use super::{
     Device, DeviceError, DevicePower, FirmwareControl, FirmwareRequest, FirmwareStatus, Inventory,
     InventoryReport, ManagerSet, PowerControl, PowerOp, PowerStatus, Registration,
 };
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 use crate::telemetry::metrics;
 
 /// A capability of one manager, instrumented.

@@ -1,7 +1,6 @@
 //! Which provider drives each component type, built once from `FLOW_COMPONENT_MANAGERS`.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 
 use crate::clients::redfish::{Credentials, Login, RedfishSettings};
@@ -11,70 +10,8 @@ use crate::components::providers::{
     Providers, PsmManager, PsmSettings, PsmTls, RedfishManager, RedfishSetup, SimConfig, SimDevices,
 };
 use crate::config::{Config, Managers};
-use crate::inventory::model::ComponentType;
-
-/// A provider name as it appears in the spec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProviderKind {
-    Sim,
-    Psm,
-    Redfish,
-}
-
-impl ProviderKind {
-    /// The spec spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Sim => "sim",
-            Self::Psm => "psm",
-            Self::Redfish => "redfish",
-        }
-    }
-
-    /// Case-insensitive; `None` for providers Flow does not have.
-    pub fn parse(input: &str) -> Option<Self> {
-        match input.trim().to_ascii_lowercase().as_str() {
-            "sim" => Some(Self::Sim),
-            "psm" => Some(Self::Psm),
-            "redfish" => Some(Self::Redfish),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Parses `powershelf=psm,nvswitch=sim,compute=sim` (empty = nothing configured), rejecting
-/// unknown types or providers, duplicates, and providers that cannot drive the type.
-pub fn parse_spec(spec: &str) -> Result<Vec<(ComponentType, ProviderKind)>, String> {
-    let mut entries: Vec<(ComponentType, ProviderKind)> = Vec::new();
-    for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let bad = |why: String| format!("component manager entry {entry:?}: {why}");
-        let (kind, provider) = entry
-            .split_once('=')
-            .ok_or_else(|| bad("expected <type>=<provider>".into()))?;
-        let kind = ComponentType::parse(kind)
-            .ok_or_else(|| bad(format!("unknown component type {:?}", kind.trim())))?;
-        let provider = ProviderKind::parse(provider).ok_or_else(|| {
-            bad(format!(
-                "unknown provider {:?} (expected sim, psm or redfish)",
-                provider.trim()
-            ))
-        })?;
-        if provider == ProviderKind::Psm && kind != ComponentType::PowerShelf {
-            return Err(bad("psm drives power shelves only".into()));
-        }
-        if entries.iter().any(|(k, _)| *k == kind) {
-            return Err(bad(format!("{kind} is configured more than once")));
-        }
-        entries.push((kind, provider));
-    }
-    Ok(entries)
-}
+pub use crate::config::{ProviderKind, parse_spec};
+use crate::domain::ComponentType;
 
 /// The manager set of every configured component type; types left out have no manager.
 #[derive(Debug, Clone, Default)]

@@ -1,12 +1,75 @@
-//! `FLOW_COMPONENT_MANAGERS` parsed once, at load: the provider of each component type.
+//! `FLOW_COMPONENT_MANAGERS` parsed once, at load: the provider of each component type, as plain
+//! values the component registry builds its managers from.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::components::registry::{ProviderKind, parse_spec};
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
+
+/// A provider name as it appears in the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    Sim,
+    Psm,
+    Redfish,
+}
+
+impl ProviderKind {
+    /// The spec spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sim => "sim",
+            Self::Psm => "psm",
+            Self::Redfish => "redfish",
+        }
+    }
+
+    /// Case-insensitive; `None` for providers Flow does not have.
+    pub fn parse(input: &str) -> Option<Self> {
+        match input.trim().to_ascii_lowercase().as_str() {
+            "sim" => Some(Self::Sim),
+            "psm" => Some(Self::Psm),
+            "redfish" => Some(Self::Redfish),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parses `powershelf=psm,nvswitch=sim,compute=sim` (empty = nothing configured), rejecting
+/// unknown types or providers, duplicates, and providers that cannot drive the type.
+pub fn parse_spec(spec: &str) -> Result<Vec<(ComponentType, ProviderKind)>, String> {
+    let mut entries: Vec<(ComponentType, ProviderKind)> = Vec::new();
+    for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bad = |why: String| format!("component manager entry {entry:?}: {why}");
+        let (kind, provider) = entry
+            .split_once('=')
+            .ok_or_else(|| bad("expected <type>=<provider>".into()))?;
+        let kind = ComponentType::parse(kind)
+            .ok_or_else(|| bad(format!("unknown component type {:?}", kind.trim())))?;
+        let provider = ProviderKind::parse(provider).ok_or_else(|| {
+            bad(format!(
+                "unknown provider {:?} (expected sim, psm or redfish)",
+                provider.trim()
+            ))
+        })?;
+        if provider == ProviderKind::Psm && kind != ComponentType::PowerShelf {
+            return Err(bad("psm drives power shelves only".into()));
+        }
+        if entries.iter().any(|(k, _)| *k == kind) {
+            return Err(bad(format!("{kind} is configured more than once")));
+        }
+        entries.push((kind, provider));
+    }
+    Ok(entries)
+}
 
 /// `powershelf=psm,compute=sim`, as (type, provider) pairs in the order written; empty = none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -14,6 +14,7 @@ mod effective;
 mod legacy;
 mod load;
 mod managers;
+mod roles;
 mod secret;
 mod settings;
 mod tree;
@@ -21,7 +22,8 @@ mod units;
 mod validate;
 
 pub use legacy::LEGACY_ENV_VARS;
-pub use managers::Managers;
+pub use managers::{Managers, ProviderKind, parse_spec};
+pub use roles::{Modes, parse_role_map};
 pub use secret::Secret;
 pub use settings::ENV_VARS;
 pub use tree::{
@@ -68,8 +70,8 @@ impl Config {
     }
 
     /// The parsed `FLOW_AUTH`, or `None` while it is unset.
-    pub fn auth_modes(&self) -> Option<crate::auth::Modes> {
-        crate::auth::Modes::parse(&self.auth.mode).filter(|_| !self.auth.mode.is_empty())
+    pub fn auth_modes(&self) -> Option<Modes> {
+        Modes::parse(&self.auth.mode).filter(|_| !self.auth.mode.is_empty())
     }
 }
 

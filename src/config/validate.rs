@@ -5,8 +5,8 @@
 //! make the service useless (a zero request timeout answers every request 408, a zero body
 //! limit refuses every body) are refused instead of being discovered in production.
 
+use super::ProviderKind;
 use super::{Config, ConfigError};
-use crate::components::registry::ProviderKind;
 
 /// Checks of one value; the error completes "`FLOW_X (x)` …".
 pub(super) mod check {
@@ -137,7 +137,7 @@ pub(super) mod check {
 
     /// Empty is "unset", which `flow serve` and `flow worker` refuse later with advice.
     pub fn auth_modes(value: &str) -> Result<(), String> {
-        if value.is_empty() || crate::auth::Modes::parse(value).is_some() {
+        if value.is_empty() || super::super::Modes::parse(value).is_some() {
             Ok(())
         } else {
             Err(format!(
@@ -207,7 +207,7 @@ impl Config {
                 return Err(ConfigError(format!("FLOW_AUTH=jwt needs {key}")));
             }
         }
-        crate::auth::jwt::parse_role_map(&jwt.role_map)
+        super::parse_role_map(&jwt.role_map)
             .map_err(|e| ConfigError(format!("FLOW_JWT_ROLE_MAP: {e}")))?;
         Ok(())
     }

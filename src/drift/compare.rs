@@ -4,7 +4,7 @@ use uuid::Uuid;
 
 use super::{Diff, DiffKind, FieldDiff};
 use crate::components::{Device, DeviceError, DevicePower, InventoryReport, Observation};
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 
 /// What a manager reported of a device it saw, to record as the component's observed state.
 #[derive(Debug, Clone, PartialEq, Eq)]

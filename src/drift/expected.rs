@@ -7,12 +7,12 @@ use uuid::Uuid;
 
 use crate::components::Device;
 use crate::db::entities::{components, racks};
+use crate::domain::ComponentType;
+use crate::domain::operation::TargetSpec;
 use crate::error::{Error, Result};
 use crate::ids::{ComponentId, RackId};
-use crate::inventory::model::ComponentType;
 use crate::inventory::rows::load_bmcs;
 use crate::inventory::targets::{self as resolve, DRIVEN_TYPES};
-use crate::operations::model::TargetSpec;
 
 /// One page of the live components of driven types, in a rack or not, in id order after
 /// `after`: the sync and a whole-site validation walk the inventory this way, so their memory

@@ -17,7 +17,7 @@ pub mod walk;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 
 /// How an observed device differs from the inventory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::components::registry::Registry;
 use crate::components::{Device, DeviceError, Inventory, InventoryReport};
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 
 /// One manager's answer for one component type.
 #[derive(Debug, Clone)]

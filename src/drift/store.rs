@@ -15,8 +15,8 @@ use super::compare::Sighting;
 use super::{Diff, DiffKind, FieldDiff};
 use crate::components::DevicePower;
 use crate::db::entities::{component_drifts as drifts, components};
+use crate::domain::{ComponentType, PowerState};
 use crate::error::{Error, Result};
-use crate::inventory::model::{ComponentType, PowerState};
 use crate::inventory::query::{Cursor, Page, PageRequest, keyset_rows};
 
 /// A recorded difference, as the last sync of its source left it.

@@ -7,8 +7,8 @@ use super::compare::{self, Comparison};
 use super::observe::{Observed, Observer};
 use super::walk::{PAGE, Walk};
 use super::{Validation, expected};
+use crate::domain::operation::TargetSpec;
 use crate::error::Result;
-use crate::operations::model::TargetSpec;
 
 /// Validates the given targets, or everything (including devices Flow does not know about)
 /// when there are none.

@@ -12,8 +12,8 @@ use super::compare::{self, Sighting};
 use super::expected;
 use super::observe::{Observer, Source};
 use crate::components::{Device, DeviceError, Observation};
+use crate::domain::ComponentType;
 use crate::error::Result;
-use crate::inventory::model::ComponentType;
 
 /// Expected devices compared per round of manager calls.
 pub const PAGE: u64 = 500;

@@ -209,7 +209,7 @@ pub async fn delete(
 }
 
 /// Removes a soft-deleted component for good (its BMCs go with it).
-pub async fn purge(db: &DatabaseConnection, id: ComponentId) -> Result<()> {
+pub async fn purge(db: &DatabaseConnection, id: ComponentId, now: DateTime<Utc>) -> Result<()> {
     let id = Uuid::from(id);
     let txn = crate::db::begin_write(db).await?;
     let row = components::Entity::find_by_id(id)
@@ -223,7 +223,7 @@ pub async fn purge(db: &DatabaseConnection, id: ComponentId) -> Result<()> {
         .await?;
     let audit_before = crate::audit::snapshot::<components::Entity>(&txn, id).await?;
     components::Entity::delete_by_id(id).exec(&txn).await?;
-    record_purge(&txn, "component", id, audit_before).await?;
+    record_purge(&txn, "component", id, audit_before, now).await?;
     txn.commit().await?;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The inventory: what each rack should contain, stored in PostgreSQL or SQLite.
 //!
-//! `model` (with `kinds`) holds the domain types. The store functions, each taking any
+//! `model` holds the domain types (their value kinds live in `crate::domain`). The store functions, each taking any
 //! connection or transaction so callers can compose them, are layered so that nothing calls
 //! upwards and the top modules never call each other:
 //! - top: `racks`, `components` (+ `patch`), `nvl` (domains), `targets` (an operation's targets
@@ -13,7 +13,6 @@
 
 pub mod batch;
 pub mod components;
-mod kinds;
 mod live;
 mod lookup;
 mod merge;

@@ -1,13 +1,13 @@
 //! Inventory domain types: racks, components, BMCs, and the patches and reports of their writes.
 //!
-//! The value types they are made of live in `kinds` and are re-exported here.
+//! The value kinds they are made of live in [`crate::domain::kinds`] and are re-exported here.
 
 use std::net::IpAddr;
 
 use crate::ids::{ComponentId, NvlDomainId, RackId};
 use chrono::{DateTime, Utc};
 
-pub use super::kinds::{BmcType, ComponentType, MacAddress, PowerState};
+pub use crate::domain::kinds::{BmcType, ComponentType, MacAddress, PowerState};
 
 /// Most live components one rack may hold: a GB200 NVL72 rack has about 40, the largest racks a
 /// few hundred; thousands are a mistake (or an attack) that would hold a transaction long.

@@ -242,7 +242,7 @@ pub async fn delete(
 }
 
 /// Removes a soft-deleted rack and every component that was in it, for good.
-pub async fn purge(db: &DatabaseConnection, id: RackId) -> Result<()> {
+pub async fn purge(db: &DatabaseConnection, id: RackId, now: DateTime<Utc>) -> Result<()> {
     let id = Uuid::from(id);
     let txn = crate::db::begin_write(db).await?;
     let row = racks::Entity::find_by_id(id)
@@ -257,7 +257,7 @@ pub async fn purge(db: &DatabaseConnection, id: RackId) -> Result<()> {
         .exec(&txn)
         .await?;
     racks::Entity::delete_by_id(id).exec(&txn).await?;
-    record_purge(&txn, "rack", id, audit_before).await?;
+    record_purge(&txn, "rack", id, audit_before, now).await?;
     txn.commit().await?;
     Ok(())
 }

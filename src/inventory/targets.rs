@@ -8,11 +8,11 @@ use uuid::Uuid;
 
 use super::model::{Bmc, BmcType, ComponentType};
 use super::rows::load_bmcs;
-use crate::components::Device;
 use crate::db::entities::{components, racks};
+use crate::domain::Device;
+use crate::domain::operation::{ComponentTarget, RackRef, TargetSpec};
 use crate::error::{Error, FieldError, Result};
 use crate::ids::{ComponentId, RackId};
-use crate::operations::model::{ComponentTarget, RackRef, TargetSpec};
 
 /// Component types that operations drive; the others are inventory only.
 pub const DRIVEN_TYPES: [ComponentType; 3] = [

@@ -261,7 +261,8 @@ pub(crate) async fn record_purge(
     kind: &'static str,
     id: Uuid,
     before: Option<serde_json::Value>,
+    now: DateTime<Utc>,
 ) -> Result<()> {
     let change = crate::audit::Change::new(kind, id).before(before);
-    crate::audit::record(db, change, Utc::now()).await
+    crate::audit::record(db, change, now).await
 }

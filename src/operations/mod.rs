@@ -1,9 +1,4 @@
-//! Operations on racks: what an operator asked for (one spec per request), checked without I/O,
-//! and the stage plan each rack's workflow walks.
+//! Operations on racks: the stage plan each rack's workflow walks, built from an operation
+//! request (`domain::operation`) and the rule that applies.
 
-pub mod code;
-pub mod model;
 pub mod plan;
-
-pub use code::OperationCode;
-pub use model::{ConflictStrategy, Operation, OperationSpec, TargetSpec};

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::Operation;
-use crate::components::{Device, FirmwareRequest};
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
+use crate::domain::operation::Operation;
+use crate::domain::{Device, FirmwareRequest};
 use crate::rules::model::{Action, AppliedRule, OnFailure, PowerCode, Retry, Rule, RuleSource};
 
 /// One stage of a rack's run.

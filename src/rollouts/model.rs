@@ -4,10 +4,10 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::domain::ComponentType;
+use crate::domain::OperationTemplate;
+use crate::domain::operation::{ConflictStrategy, RackRef};
 use crate::ids::{NvlDomainId, RackId, RolloutId, TaskId};
-use crate::inventory::model::ComponentType;
-use crate::operations::model::{ConflictStrategy, RackRef};
-use crate::schedules::model::OperationTemplate;
 
 /// Which racks a rollout covers: named racks, or every rack a selector matches.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,10 +16,10 @@ use super::{plan, store};
 use crate::audit;
 use crate::clock::Clock;
 use crate::db::entities::racks;
+use crate::domain::operation::{OperationSpec, RackRef, RackTarget, TargetSpec};
 use crate::error::{Code, Error, Result};
 use crate::ids::{RackId, RolloutId};
 use crate::inventory::query::text_matches;
-use crate::operations::model::{OperationSpec, RackRef, RackTarget, TargetSpec};
 use crate::tasks::TaskService;
 use crate::tasks::engine::engine_error;
 

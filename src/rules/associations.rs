@@ -11,9 +11,9 @@ use uuid::Uuid;
 use super::model::Rule;
 use super::store;
 use crate::db::entities::{rack_rule_associations, racks};
+use crate::domain::code::OperationCode;
 use crate::error::{Error, Result};
 use crate::ids::{RackId, RuleId};
-use crate::operations::code::OperationCode;
 
 /// The rule a rack runs for one operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,6 +99,7 @@ pub async fn dissociate(
     db: &DatabaseConnection,
     rack_id: RackId,
     operation: OperationCode,
+    now: DateTime<Utc>,
 ) -> Result<()> {
     let txn = crate::db::begin_write(db).await?;
     live_rack(&txn, rack_id).await?;
@@ -111,7 +112,7 @@ pub async fn dissociate(
         let doc = serde_json::json!({"rack_id": rack_id, "operation": operation});
         let change = crate::audit::Change::new("rack_rule", format!("{rack_id}/{operation}"))
             .before(Some(doc));
-        crate::audit::record(&txn, change, chrono::Utc::now()).await?;
+        crate::audit::record(&txn, change, now).await?;
     }
     txn.commit().await?;
     Ok(())

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use super::model::Rule;
 use super::parse;
-use crate::operations::code::OperationCode;
+use crate::domain::code::OperationCode;
 
 const SOURCE: &str = include_str!("builtin.yaml");
 
@@ -68,7 +68,7 @@ mod tests {
             .definition
             .stages
             .iter()
-            .find(|s| s.component_types == [crate::inventory::model::ComponentType::PowerShelf])
+            .find(|s| s.component_types == [crate::domain::ComponentType::PowerShelf])
             .unwrap();
         assert_eq!(shelves.max_parallel, 1);
     }

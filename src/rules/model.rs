@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::duration;
-use crate::components::{DevicePower, PowerOp};
+use crate::domain::ComponentType;
+use crate::domain::code::OperationCode;
+use crate::domain::{DevicePower, PowerOp};
 use crate::ids::RuleId;
-use crate::inventory::model::ComponentType;
-use crate::operations::code::OperationCode;
 
 /// The only definition format so far; stored with every definition so a later one can be told apart.
 pub const DEFINITION_VERSION: &str = "v1";

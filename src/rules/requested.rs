@@ -6,9 +6,9 @@ use sea_orm::ConnectionTrait;
 
 use super::model::Rule;
 use super::store;
+use crate::domain::code::OperationCode;
 use crate::error::{Code, Error, FieldError, Result};
 use crate::ids::RuleId;
-use crate::operations::code::OperationCode;
 
 /// A rule named by a caller: a missing one is the caller's `rule_id` at fault (422), not a 404
 /// of the resource asked for.

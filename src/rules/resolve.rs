@@ -6,9 +6,9 @@ use sea_orm::ConnectionTrait;
 use super::model::{Rule, RuleSource};
 use super::requested::named;
 use super::{associations, builtin, store};
+use crate::domain::code::OperationCode;
 use crate::error::{Error, Result};
 use crate::ids::{RackId, RuleId};
-use crate::operations::code::OperationCode;
 
 // Callers across the crate check a requested rule through here, beside resolving one.
 pub use super::requested::check_requested;

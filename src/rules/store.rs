@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::model::{Rule, RuleDefinition};
 use super::parse::RuleInput;
 use crate::db::entities::{operation_rule_versions, operation_rules, rack_rule_associations};
+use crate::domain::code::OperationCode;
 use crate::error::{Code, Error, FieldError, Result};
 use crate::ids::RuleId;
-use crate::operations::code::OperationCode;
 
 /// One stored version of a rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -226,7 +226,7 @@ pub async fn replace(
 
 /// Deletes a rule, its versions and its rack associations. Tasks keep the rule's id and version
 /// in their plan.
-pub async fn delete(db: &DatabaseConnection, id: RuleId) -> Result<()> {
+pub async fn delete(db: &DatabaseConnection, id: RuleId, now: DateTime<Utc>) -> Result<()> {
     let txn = crate::db::begin_write(db).await?;
     row(&txn, id).await?;
     let audit_before = crate::audit::snapshot::<operation_rules::Entity>(&txn, id.into()).await?;
@@ -240,7 +240,7 @@ pub async fn delete(db: &DatabaseConnection, id: RuleId) -> Result<()> {
         .await?;
     operation_rules::Entity::delete_by_id(id).exec(&txn).await?;
     let change = crate::audit::Change::new("rule", id).before(audit_before);
-    crate::audit::record(&txn, change, chrono::Utc::now()).await?;
+    crate::audit::record(&txn, change, now).await?;
     txn.commit().await?;
     Ok(())
 }

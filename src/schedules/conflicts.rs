@@ -4,11 +4,11 @@
 use super::model::Schedule;
 use super::service::ScheduleService;
 use super::store;
+use crate::domain::ComponentType;
+use crate::domain::operation::{Operation, RackTarget, TaskType};
 use crate::error::Result;
 use crate::ids::{RackId, ScheduleId};
-use crate::inventory::model::ComponentType;
 use crate::inventory::targets::DRIVEN_TYPES;
-use crate::operations::model::{Operation, RackTarget, TaskType};
 
 /// The driven component types a scope filter covers (empty = all of them).
 fn covered(types: &[ComponentType]) -> Vec<ComponentType> {

@@ -111,7 +111,7 @@ impl ScheduleService {
                 .unwrap_or_default();
             let spec = schedule.template.spec_for(
                 description.clone(),
-                schedule.overlap,
+                schedule.overlap.conflict_strategy(),
                 result.rack_id,
                 &types,
             );

@@ -4,11 +4,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::ids::{RackId, RuleId, ScheduleId, TaskId};
-use crate::inventory::model::ComponentType;
-use crate::operations::model::{
-    ConflictStrategy, Operation, OperationSpec, RackRef, RackTarget, TargetSpec,
-};
+use crate::domain::ComponentType;
+pub use crate::domain::OperationTemplate;
+use crate::domain::operation::ConflictStrategy;
+use crate::ids::{RackId, ScheduleId, TaskId};
 
 /// How a schedule's fire times are given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,39 +75,6 @@ impl OverlapPolicy {
         match self {
             Self::Skip => ConflictStrategy::Reject,
             Self::Queue => ConflictStrategy::Queue,
-        }
-    }
-}
-
-/// The operation a fire submits, without targets: the scope supplies one rack per task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OperationTemplate {
-    pub operation: Operation,
-    pub queue_timeout_secs: u64,
-    /// Carried into every submitted spec; resolution happens at submission.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule_id: Option<RuleId>,
-}
-
-impl OperationTemplate {
-    /// The spec one rack's task is submitted with.
-    pub fn spec_for(
-        &self,
-        description: String,
-        policy: OverlapPolicy,
-        rack_id: RackId,
-        component_types: &[ComponentType],
-    ) -> OperationSpec {
-        OperationSpec {
-            operation: self.operation.clone(),
-            targets: TargetSpec::Racks(vec![RackTarget {
-                rack: RackRef::Id(rack_id.into()),
-                component_types: component_types.to_vec(),
-            }]),
-            description: Some(description),
-            conflict_strategy: policy.conflict_strategy(),
-            queue_timeout_secs: self.queue_timeout_secs,
-            rule_id: self.rule_id,
         }
     }
 }

@@ -13,10 +13,10 @@ use super::timing::Timer;
 use crate::audit::{self, Change};
 use crate::clock::Clock;
 use crate::db::entities::{racks, task_schedules};
+use crate::domain::ComponentType;
+use crate::domain::operation::{RackRef, RackTarget};
 use crate::error::{Code, Error, FieldError, Result, Violations};
 use crate::ids::{RackId, ScheduleId};
-use crate::inventory::model::ComponentType;
-use crate::operations::model::{RackRef, RackTarget};
 use crate::tasks::TaskService;
 
 /// A schedule to create.
@@ -54,7 +54,12 @@ impl std::fmt::Debug for ScheduleService {
 /// Checks the template without the database: option consistency, and that the overlap policy
 /// suits the operation (bring-up and ingest cannot queue). Field names are the API's.
 fn validate_template(template: &OperationTemplate, overlap: OverlapPolicy) -> Result<()> {
-    let probe = template.spec_for(String::new(), overlap, RackId::from(Uuid::nil()), &[]);
+    let probe = template.spec_for(
+        String::new(),
+        overlap.conflict_strategy(),
+        RackId::from(Uuid::nil()),
+        &[],
+    );
     match probe.validate() {
         Err(Error::Invalid(errors)) => Err(Error::Invalid(
             errors

@@ -63,11 +63,6 @@ pub trait WorkflowEngine: Send + Sync {
     fn available(&self) -> bool {
         true
     }
-
-    /// The same engine running fleet rollouts, when it can.
-    fn rollouts(&self) -> Option<std::sync::Arc<dyn crate::rollouts::RolloutEngine>> {
-        None
-    }
 }
 
 /// The engine of a process configured without Temporal: every operation is refused as

@@ -13,10 +13,10 @@ use uuid::Uuid;
 use super::model::{Task, TaskStatus};
 use super::store::task_from_row;
 use crate::db::entities::{task_steps, tasks};
+use crate::domain::code::OperationCode;
 use crate::error::{Error, Result};
 use crate::ids::{ComponentId, OperationRequestId, RackId};
 use crate::inventory::query::Page;
-use crate::operations::code::OperationCode;
 
 /// Filters of the task list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

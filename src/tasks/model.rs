@@ -1,8 +1,8 @@
 //! Task records, their status state machine, and the rules for which tasks may share a rack.
 
+use crate::domain::ComponentType;
+use crate::domain::operation::{ConflictStrategy, Operation, TaskType};
 use crate::ids::{ComponentId, OperationRequestId, RackId, RuleId, TaskId};
-use crate::inventory::model::ComponentType;
-use crate::operations::model::{ConflictStrategy, Operation, TaskType};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use super::model::{StepRecord, StepStatus};
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 use crate::operations::plan::Plan;
 
 /// Status of a stage, derived from its steps; it takes the same values a step does.

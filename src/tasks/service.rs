@@ -47,6 +47,11 @@ impl TaskService {
         self
     }
 
+    /// "Now" from the service's clock, for the loops that run beside it.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
     pub fn db(&self) -> &DatabaseConnection {
         &self.db
     }

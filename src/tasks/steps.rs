@@ -10,9 +10,9 @@ use uuid::Uuid;
 use super::model::{StepEvent, StepRecord, StepStatus, StepUpdate};
 use super::store::{MAX_MESSAGE, clip, corrupt};
 use crate::db::entities::{task_steps, tasks};
+use crate::domain::ComponentType;
 use crate::error::{Error, Result};
 use crate::ids::TaskId;
-use crate::inventory::model::ComponentType;
 use crate::operations::plan::Plan;
 
 /// Records the plan a dispatched task runs and creates a pending step per device and stage.

@@ -11,9 +11,9 @@ use sea_orm::{
 
 use super::model::{Task, TaskComponent, TaskStatus};
 use crate::db::entities::{racks, task_steps, tasks};
+use crate::domain::operation::{ConflictStrategy, Operation};
 use crate::error::{Error, Result};
 use crate::ids::{RackId, TaskId};
-use crate::operations::model::{ConflictStrategy, Operation};
 use crate::operations::plan::Plan;
 
 /// Longest status message kept; device errors can be long.

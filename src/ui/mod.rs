@@ -24,7 +24,17 @@ use axum::routing::{get, post};
 
 use crate::app::AppState;
 
-/// Every console route, mounted beside the API by [`crate::api::router`].
+/// How the API's guard answers for the console: the session cookie, the sign-in redirect, and
+/// problems as pages.
+pub fn face() -> crate::api::access::ConsoleFace {
+    crate::api::access::ConsoleFace {
+        token: session::token,
+        to_login: session::to_login,
+        error_page: page::error_page,
+    }
+}
+
+/// Every console route, mounted beside the API by [`crate::service::router`].
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/ui", get(|| async { Redirect::to("/ui/racks") }))

@@ -18,9 +18,9 @@ use crate::api::schema::operation::{
 };
 use crate::api::schema::rule::RackPlanDoc;
 use crate::app::AppState;
+use crate::domain::code::OperationCode;
+use crate::domain::operation::{Operation, OperationSpec};
 use crate::error::{Error, Violations};
-use crate::operations::code::OperationCode;
-use crate::operations::model::{Operation, OperationSpec};
 
 /// The operations the console offers: (form value, label).
 const OPERATIONS: [(OperationCode, &str); 6] = [

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use temporalio_client::Client;
 use tokio::sync::watch;
 
-use super::engine::TemporalEngine;
+use super::TemporalEngine;
 use super::worker;
 use crate::ids::{RolloutId, TaskId};
 use crate::operations::plan::Plan;
@@ -187,12 +187,6 @@ impl WorkflowEngine for LinkedEngine {
         timeout: Duration,
     ) -> Result<String, EngineError> {
         WorkflowEngine::start(&self.engine()?, task_id, plan, timeout).await
-    }
-
-    /// Rollouts through the same link: each call finds the client connected at that moment,
-    /// so a process that started before Temporal was reachable still runs rollouts.
-    fn rollouts(&self) -> Option<Arc<dyn crate::rollouts::RolloutEngine>> {
-        Some(Arc::new(self.clone()))
     }
 
     async fn cancel(&self, task_id: TaskId, reason: &str) -> Result<(), EngineError> {

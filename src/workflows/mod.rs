@@ -1,16 +1,12 @@
-//! Durable execution on Temporal: the rack workflow and the rollout workflow, their activities,
-//! the engines the task and rollout layers start runs through, and the worker.
+//! Durable execution on Temporal: the rack workflow and the rollout workflow, each in its own
+//! folder with its activities and the engine the task or rollout layer starts runs through
+//! (`rack/`, `rollout/`), the link to Temporal, and the worker.
 
-pub mod activities;
-pub mod engine;
 pub mod link;
-pub mod rack_operation;
+pub mod rack;
 pub mod rollout;
-pub mod rollout_activities;
-pub mod rollout_engine;
 mod status;
-pub mod steps;
 pub mod worker;
 
-pub use engine::TemporalEngine;
 pub use link::{LinkedEngine, TemporalLink};
+pub use rack::engine::TemporalEngine;

@@ -14,10 +14,10 @@ use temporalio_common::protos::temporal::api::workflowservice::v1::{
 };
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
-use super::activities::RackActivities;
-use super::rack_operation::RackOperationWorkflow;
-use super::rollout::RolloutWorkflow;
-use super::rollout_activities::RolloutActivities;
+use super::rack::activities::RackActivities;
+use super::rack::workflow::RackOperationWorkflow;
+use super::rollout::activities::RolloutActivities;
+use super::rollout::workflow::RolloutWorkflow;
 use crate::error::{Error, Result};
 use crate::tasks::TaskService;
 
@@ -119,7 +119,7 @@ pub async fn reconcile_loop(
             Ok(fixed) => tracing::info!(fixed, "reconciled tasks with their workflow runs"),
             Err(e) => tracing::warn!(error = %e, "task reconciliation failed; retrying next tick"),
         }
-        let now = chrono::Utc::now();
+        let now = tasks.now();
         match crate::audit::prune_with_lease(tasks.db(), &holder, audit_retention_days, now).await {
             Ok(0) => {}
             Ok(pruned) => tracing::info!(pruned, "pruned audit entries past retention"),

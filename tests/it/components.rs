@@ -5,7 +5,7 @@ mod psm;
 mod sim;
 
 use flow::components::Device;
-use flow::inventory::model::ComponentType;
+use flow::domain::ComponentType;
 use uuid::Uuid;
 
 /// A power shelf's PMC MAC, as the inventory stores it.

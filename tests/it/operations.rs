@@ -216,7 +216,7 @@ async fn a_running_task_is_cancelled_and_its_unfinished_steps_with_it(ops: Ops) 
     loop {
         let handle = ops
             .client
-            .get_workflow_handle::<flow::workflows::rack_operation::RackOperationWorkflow>(
+            .get_workflow_handle::<flow::workflows::rack::workflow::RackOperationWorkflow>(
                 id.clone(),
             );
         let d = handle.describe(Default::default()).await.unwrap();

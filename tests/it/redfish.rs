@@ -15,7 +15,7 @@ use std::time::Duration;
 use flow::clients::redfish::{Login, RedfishSettings};
 use flow::components::providers::{RedfishManager, RedfishSetup};
 use flow::components::{Device, ManagerSet};
-use flow::inventory::model::ComponentType;
+use flow::domain::ComponentType;
 use uuid::Uuid;
 
 use crate::support::redfish::{PASSWORD, USER};

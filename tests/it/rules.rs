@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Method, Request};
-use flow::inventory::model::ComponentType;
+use flow::domain::ComponentType;
 use serde_json::{Value, json};
 
 use crate::support::fixtures::gb200_rack;

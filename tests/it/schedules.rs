@@ -297,7 +297,7 @@ async fn two_dispatchers_on_one_database_fire_an_overdue_schedule_once(ops: Ops)
         ops.task_queue.clone(),
     ));
     let other = App::builder(ops.app.db.connect_again().await, Config::default())
-        .engine(engine)
+        .engines(engine)
         .build()
         .into_state();
     let (a, b) = (service(&ops.state), service(&other));

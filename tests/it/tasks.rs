@@ -40,7 +40,7 @@ fn reconciler_at(
 ) -> std::sync::Arc<flow::tasks::TaskService> {
     let engine = flow::workflows::TemporalEngine::new(ops.client.clone(), ops.task_queue.clone());
     let app = flow::app::App::builder(ops.app.db.db.clone(), flow::config::Config::default())
-        .engine(std::sync::Arc::new(engine))
+        .engines(std::sync::Arc::new(engine))
         .clock(clock)
         .build();
     app.state().task_service()
@@ -306,7 +306,7 @@ async fn a_task_whose_workflow_was_terminated_is_reconciled_as_failed(ops: Ops) 
     ops.wait_task(&id, |t| t["status"] == "running").await;
     let handle = ops
         .client
-        .get_workflow_handle::<flow::workflows::rack_operation::RackOperationWorkflow>(id.clone());
+        .get_workflow_handle::<flow::workflows::rack::workflow::RackOperationWorkflow>(id.clone());
     handle
         .terminate(
             temporalio_client::WorkflowTerminateOptions::builder()

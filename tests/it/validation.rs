@@ -9,9 +9,9 @@ use flow::clock::SystemClock;
 use flow::components::providers::{PsmManager, PsmSettings, SimConfig, SimDevices};
 use flow::components::registry::{Registry, psm_set, sim_set};
 use flow::config::Config;
+use flow::domain::ComponentType;
 use flow::drift::observe::Observer;
 use flow::drift::sync::{DriftSync, SyncRun};
-use flow::inventory::model::ComponentType;
 use serde_json::{Value, json};
 
 use crate::ops_on_both_backends;
@@ -60,7 +60,7 @@ impl Harness {
             .registry(registry)
             .build();
         let app = TestApp {
-            router: flow::api::router(built.state().clone()),
+            router: flow::service::router(built.state().clone()),
             db,
         };
         Self { app, psm, built }

@@ -7,10 +7,10 @@ use uuid::Uuid;
 
 use super::common::ComponentTypeDoc;
 use super::operation::TargetSpecDoc;
+use crate::domain::operation::TargetSpec;
 use crate::drift::store::{DriftCounts, DriftRecord};
 use crate::drift::{Diff, DiffKind, FieldDiff, Summary, Validation};
 use crate::error::{Result, Violations};
-use crate::operations::model::TargetSpec;
 
 /// What to validate: the components a target spec names, or (no body, or no `target_spec`)
 /// every component, together with devices the managers have that Flow does not expect.

@@ -7,12 +7,12 @@ use uuid::Uuid;
 
 use super::common::ComponentTypeDoc;
 use crate::components::FirmwareRequest;
-use crate::error::{Error, Result, Violations};
-use crate::inventory::model::ComponentType;
-use crate::operations::model::{
+use crate::domain::ComponentType;
+use crate::domain::operation::{
     ComponentTarget, ConflictStrategy, DEFAULT_QUEUE_TIMEOUT_SECS, Operation, OperationSpec,
     RackRef, RackTarget, TargetSpec,
 };
+use crate::error::{Error, Result, Violations};
 use crate::tasks::submission::Submission;
 
 /// Which components an operation touches: either whole racks (optionally only some component

@@ -8,9 +8,9 @@ use utoipa::ToSchema;
 use super::common::{ComponentTypeDoc, required_text};
 use super::operation::{ConflictStrategyDoc, RackTargetDoc};
 use super::schedule::ScheduledOperationDoc;
+use crate::domain::ComponentType;
+use crate::domain::operation::{ConflictStrategy, RackRef};
 use crate::error::{Result, Violations};
-use crate::inventory::model::ComponentType;
-use crate::operations::model::{ConflictStrategy, RackRef};
 use crate::rollouts::model::{
     BatchSize, FailureBudget, OnRefused, Order, RolloutSpec, RolloutTargets, Selector, SpreadBy,
     Strategy, Verify, Window,

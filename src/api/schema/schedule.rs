@@ -8,8 +8,8 @@ use uuid::Uuid;
 
 use super::common::required_text;
 use super::operation::{FirmwareUpgradeRequest, TargetSpecDoc, TargetVersionDoc};
+use crate::domain::operation::{DEFAULT_QUEUE_TIMEOUT_SECS, Operation, RackTarget, TargetSpec};
 use crate::error::{Result, Violations};
-use crate::operations::model::{DEFAULT_QUEUE_TIMEOUT_SECS, Operation, RackTarget, TargetSpec};
 use crate::schedules::model::{OperationTemplate, OverlapPolicy, SpecKind, TimerSpec};
 
 /// How fire times are given.

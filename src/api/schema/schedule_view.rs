@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::common::ComponentTypeDoc;
 use super::schedule::{OperationKindDoc, OverlapPolicyDoc, SpecKindDoc, TimerSpecDoc};
-use crate::operations::model::Operation;
+use crate::domain::operation::Operation;
 use crate::schedules::conflicts::ScheduleConflict;
 use crate::schedules::model::{
     OperationTemplate, RackOutcome, Run, RunTrigger, Schedule, Scope, SpecKind,

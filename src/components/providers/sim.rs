@@ -17,7 +17,7 @@ use crate::components::{
     Device, DeviceError, DevicePower, FirmwareControl, FirmwareRequest, FirmwareState,
     FirmwareStatus, PowerControl, PowerOp, PowerStatus, Registration,
 };
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 
 pub use config::SimConfig;
 

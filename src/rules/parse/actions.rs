@@ -3,9 +3,9 @@
 use serde_json::Value;
 
 use super::fields::{Fields, join};
-use crate::components::DevicePower;
+use crate::domain::DevicePower;
+use crate::domain::code::OperationCode;
 use crate::error::Violations;
-use crate::operations::code::OperationCode;
 use crate::rules::model::{Action, PowerCode};
 
 pub(super) fn actions(

@@ -12,9 +12,9 @@ use self::actions::actions;
 use self::fields::Fields;
 use super::duration;
 use super::model::{Action, DEFINITION_VERSION, OnFailure, Retry, RuleDefinition, StageRule};
+use crate::domain::ComponentType;
+use crate::domain::code::OperationCode;
 use crate::error::{Result, Violations};
-use crate::inventory::model::ComponentType;
-use crate::operations::code::OperationCode;
 
 /// A rule as submitted: what create and replace accept.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,8 +7,8 @@
 //! conflicts with nothing starts at once. Promotion then starts waiting tasks in arrival order.
 
 use super::planner::{Refusal, RefusalCode};
+use crate::domain::operation::{ConflictStrategy, MAX_WAITING_PER_RACK};
 use crate::ids::TaskId;
-use crate::operations::model::{ConflictStrategy, MAX_WAITING_PER_RACK};
 use crate::tasks::model::{Footprint, Task, TaskStatus};
 
 /// What happens to the new task.
@@ -98,8 +98,8 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::inventory::model::ComponentType;
-    use crate::operations::model::Operation;
+    use crate::domain::ComponentType;
+    use crate::domain::operation::Operation;
     use crate::tasks::model::TaskComponent;
 
     fn trays(ns: &[u8]) -> Vec<TaskComponent> {

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::components::registry::Registry;
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 use crate::operations::plan::Plan;
 use crate::rules::model::Action;
 
@@ -65,7 +65,7 @@ pub(super) fn gaps(plan: &Plan, registry: &Registry) -> Vec<String> {
 /// What each device's manager says about the plan's power actions, asking the device where it
 /// can (a BMC's allowed reset types); one line per device and action it cannot do.
 pub(super) async fn power_gaps(
-    spec: &crate::operations::model::OperationSpec,
+    spec: &crate::domain::operation::OperationSpec,
     rack: &crate::inventory::targets::RackWork,
     rule: Option<&super::planner::ResolvedRule>,
     registry: Option<&Registry>,

@@ -19,10 +19,10 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use self::admission::ACTIVE;
+use crate::domain::operation::OperationSpec;
 use crate::error::Result;
 use crate::ids::{OperationRequestId, RackId, TaskId};
 use crate::inventory::targets::{self as resolve, RackWork};
-use crate::operations::model::OperationSpec;
 use crate::operations::plan::Plan;
 use crate::tasks::engine::{EngineError, engine_error};
 use crate::tasks::model::{Task, TaskComponent, TaskStatus};
@@ -205,7 +205,7 @@ impl TaskService {
             started_at: None,
             finished_at: None,
             requested_rule_id: spec.rule_id,
-            created_by: Some(crate::auth::audit_actor()),
+            created_by: Some(crate::audit::actor()),
         };
         self.record_created(&txn, &task).await?;
         txn.commit().await?;

@@ -6,9 +6,9 @@ use sea_orm::ConnectionTrait;
 use super::admission::ACTIVE;
 use super::planner::{self, Decision};
 use crate::components::registry::Registry;
+use crate::domain::operation::OperationSpec;
 use crate::error::Result;
 use crate::inventory::targets as resolve;
-use crate::operations::model::OperationSpec;
 use crate::tasks::store;
 
 /// What a submission would do on one rack.

@@ -12,7 +12,7 @@ use super::{Ctx, RolloutWorkflow, aborted, finish, nap, now, status, steps, wait
 use crate::rollouts::model::{RolloutStatus, Verify};
 use crate::rollouts::plan::{WindowState, window_state};
 use crate::rollouts::run::{RunPlan, WaveProgress};
-use crate::workflows::rollout_activities::{RolloutActivities, WaveInput};
+use crate::workflows::rollout::activities::{RolloutActivities, WaveInput};
 
 /// Approval after the canary, the pause between waves, a caller's pause and the window.
 pub(super) async fn gates(

@@ -9,7 +9,7 @@ use flow::components::registry::Registry;
 use flow::components::{
     DeviceError, DevicePower, FirmwareRequest, FirmwareState, ManagerSet, PowerOp,
 };
-use flow::inventory::model::ComponentType;
+use flow::domain::ComponentType;
 
 use super::{MAC, device, shelf};
 use crate::support::psm::{PsmServer, closed_url};

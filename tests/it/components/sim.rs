@@ -10,7 +10,7 @@ use flow::components::{
     PowerControl, PowerOp, PowerStatus,
 };
 use flow::config::Config;
-use flow::inventory::model::ComponentType;
+use flow::domain::ComponentType;
 
 use super::device;
 

@@ -51,7 +51,9 @@ async fn a_database_cut_off_answers_503_within_the_bound_and_recovers_without_re
             .await
             .expect("connect through the proxy");
         let app = TestApp {
-            router: flow::api::router(App::builder(conn, Config::default()).build().into_state()),
+            router: flow::service::router(
+                App::builder(conn, Config::default()).build().into_state(),
+            ),
             db: owner,
         };
         let rack = app.create_rack(&readme_rack()).await;

@@ -2,7 +2,7 @@
 //! worker with the `redfish` provider, on PostgreSQL and on SQLite.
 
 use flow::components::{DevicePower, ManagerSet};
-use flow::inventory::model::ComponentType;
+use flow::domain::ComponentType;
 use serde_json::{Value, json};
 
 use super::{Setup, tray};

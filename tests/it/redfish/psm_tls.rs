@@ -96,7 +96,7 @@ async fn psm_registrations_carry_the_pmc_login_from_the_credentials_source() {
     let manager = PsmManager::new(&settings).unwrap();
     manager.register(&shelf()).await.unwrap();
     let other = crate::components::device(
-        flow::inventory::model::ComponentType::PowerShelf,
+        flow::domain::ComponentType::PowerShelf,
         "PS-9",
         Some("0c:42:a1:00:00:09"),
     );

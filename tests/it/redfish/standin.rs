@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use flow::components::{DeviceError, DevicePower, FirmwareRequest, FirmwareState, PowerOp};
-use flow::inventory::model::ComponentType;
+use flow::domain::ComponentType;
 use server::start;
 
 use super::{Setup, tray};

@@ -3,7 +3,7 @@
 //! `FLOW_REDFISH_INSECURE` it passes unverified.
 
 use flow::components::{DeviceError, DevicePower};
-use flow::inventory::model::ComponentType;
+use flow::domain::ComponentType;
 
 use super::{Setup, tray};
 use crate::support::redfish::{Pki, Sushy, System, TempDir, free_port, next_bmc_ip};

@@ -82,9 +82,9 @@ async fn resumes_after_kill(backend: Backend) {
     let task_queue = format!("test-{}", Uuid::new_v4().simple());
     let engine = Arc::new(TemporalEngine::new(client, task_queue.clone()));
     let app = TestApp {
-        router: flow::api::router(
+        router: flow::service::router(
             App::builder(db.db.clone(), Config::default())
-                .engine(engine)
+                .engines(engine)
                 .build()
                 .into_state(),
         ),

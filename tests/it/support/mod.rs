@@ -249,7 +249,8 @@ impl TestApp {
 
     pub async fn with_config(backend: Backend, config: Config) -> Self {
         let db = TestDb::new(backend).await;
-        let router = flow::api::router(App::builder(db.db.clone(), config).build().into_state());
+        let router =
+            flow::service::router(App::builder(db.db.clone(), config).build().into_state());
         Self { router, db }
     }
 

@@ -9,7 +9,7 @@ use flow::app::{App, AppState};
 use flow::components::providers::{PsmManager, PsmSettings, SimConfig, SimDevices};
 use flow::components::registry::{Registry, psm_set, sim_set};
 use flow::config::Config;
-use flow::inventory::model::ComponentType;
+use flow::domain::ComponentType;
 use flow::workflows::{TemporalEngine, worker};
 use serde_json::Value;
 use temporalio_client::Client;
@@ -133,11 +133,11 @@ impl OpsBuilder {
         }
         let registry = Arc::new(registry);
         let built = App::builder(db.db.clone(), Config::default())
-            .engine(engine)
+            .engines(engine)
             .registry(registry.clone())
             .build();
         let state = built.state().clone();
-        let router = flow::api::router(state.clone());
+        let router = flow::service::router(state.clone());
         let runtime = Runtime::from_current_tokio(Default::default()).expect("temporal runtime");
         let mut temporal_worker =
             worker::build_worker(&runtime, client.clone(), &task_queue, built.activities())

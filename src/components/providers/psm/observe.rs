@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use super::{PsmManager, pmc_mac, shelf_power};
 use crate::clients::psm::pb;
 use crate::components::{Device, DeviceError, Inventory, InventoryReport, Observation};
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 
 fn non_empty(s: &str) -> Option<String> {
     let s = s.trim();

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 
 /// One image: a version of one component type (and model, when it names one).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

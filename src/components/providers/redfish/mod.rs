@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::clients::redfish::{Bmc, RedfishClient, RedfishError};
 use crate::components::{Device, DeviceError, FirmwareRequest, Preflight, Registration};
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 
 pub use catalog::Catalog;
 

@@ -10,7 +10,7 @@ use super::power::power_state;
 use super::{RedfishManager, Resources};
 use crate::clients::redfish::normal_mac;
 use crate::components::{Device, DeviceError, Inventory, InventoryReport, Observation};
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 
 /// BMCs asked at once during one report (each also bounded per BMC by the client).
 const CONCURRENT_BMCS: usize = 16;

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::{SimDevice, SimDevices, pristine};
 use crate::components::{Device, DeviceError, Inventory, InventoryReport, Observation};
-use crate::inventory::model::ComponentType;
+use crate::domain::ComponentType;
 
 #[async_trait]
 impl Inventory for SimDevices {

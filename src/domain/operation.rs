@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::code::OperationCode;
-use crate::components::{FirmwareRequest, PowerOp};
+use super::device::{FirmwareRequest, PowerOp};
+use super::kinds::ComponentType;
 use crate::error::{Result, Violations};
-use crate::inventory::model::ComponentType;
+use crate::ids::{RackId, RuleId};
 
 /// What to do to the targeted components.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -221,6 +222,40 @@ impl OperationSpec {
             );
         }
         v.finish()
+    }
+}
+
+/// The operation a schedule fire or a rollout wave submits, without targets: the scope supplies
+/// one rack per task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationTemplate {
+    pub operation: Operation,
+    pub queue_timeout_secs: u64,
+    /// Carried into every submitted spec; resolution happens at submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_id: Option<RuleId>,
+}
+
+impl OperationTemplate {
+    /// The spec one rack's task is submitted with.
+    pub fn spec_for(
+        &self,
+        description: String,
+        conflict_strategy: ConflictStrategy,
+        rack_id: RackId,
+        component_types: &[ComponentType],
+    ) -> OperationSpec {
+        OperationSpec {
+            operation: self.operation.clone(),
+            targets: TargetSpec::Racks(vec![RackTarget {
+                rack: RackRef::Id(rack_id.into()),
+                component_types: component_types.to_vec(),
+            }]),
+            description: Some(description),
+            conflict_strategy,
+            queue_timeout_secs: self.queue_timeout_secs,
+            rule_id: self.rule_id,
+        }
     }
 }
 

@@ -13,8 +13,8 @@ use temporalio_client::{
 };
 use temporalio_common::protos::temporal::api::workflowservice::v1::DescribeNamespaceRequest;
 
-use super::rack_operation::{RackOperationInput, RackOperationWorkflow};
-use super::status;
+use super::super::status;
+use super::workflow::{RackOperationInput, RackOperationWorkflow};
 use crate::ids::TaskId;
 use crate::operations::plan::Plan;
 use crate::tasks::{EngineError, RunState, WorkflowEngine};
@@ -27,10 +27,10 @@ const PING_TIMEOUT: Duration = Duration::from_millis(1500);
 /// Starts and steers rack workflows on one task queue.
 #[derive(Clone)]
 pub struct TemporalEngine {
-    pub(super) client: Client,
-    pub(super) task_queue: String,
+    pub(in crate::workflows) client: Client,
+    pub(in crate::workflows) task_queue: String,
     /// Bound on every call, so a hung frontend cannot hang an API request.
-    pub(super) call_timeout: Duration,
+    pub(in crate::workflows) call_timeout: Duration,
 }
 
 impl std::fmt::Debug for TemporalEngine {
@@ -140,10 +140,6 @@ impl WorkflowEngine for TemporalEngine {
                 EngineError::Unavailable(format!("no answer within {PING_TIMEOUT:?}")),
             )),
         }
-    }
-
-    fn rollouts(&self) -> Option<std::sync::Arc<dyn crate::rollouts::RolloutEngine>> {
-        Some(std::sync::Arc::new(self.clone()))
     }
 
     async fn state(&self, task_id: TaskId) -> Result<Option<RunState>, EngineError> {

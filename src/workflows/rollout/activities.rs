@@ -9,11 +9,11 @@ use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use uuid::Uuid;
 
-use super::activities::{RackActivities, activity_error};
 use crate::drift::observe::Observer;
 use crate::rollouts::RolloutService;
 use crate::rollouts::model::RolloutStatus;
 use crate::rollouts::run::{RunPlan, WaveProgress};
+use crate::workflows::rack::activities::{RackActivities, activity_error};
 
 /// A status the run records.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -67,7 +67,7 @@ pub struct RackActivities {
 }
 
 /// Storage and bookkeeping failures: retry unless retrying cannot help.
-pub(super) fn activity_error(e: Error) -> ActivityError {
+pub(in crate::workflows) fn activity_error(e: Error) -> ActivityError {
     match e {
         Error::Invalid(_)
         | Error::NotFound { .. }

@@ -6,12 +6,12 @@ use temporalio_client::errors::{WorkflowInteractionError, WorkflowStartError};
 use temporalio_client::{WorkflowSignalOptions, WorkflowStartOptions};
 use uuid::Uuid;
 
-use super::TemporalEngine;
-use super::rollout::{RolloutInput, RolloutWorkflow};
+use super::workflow::{RolloutInput, RolloutWorkflow};
 use crate::ids::RolloutId;
 use crate::rollouts::RolloutEngine;
 use crate::rollouts::model::Command;
 use crate::tasks::EngineError;
+use crate::workflows::TemporalEngine;
 
 /// The rollout's workflow id: one run per rollout, so a repeated start is refused.
 pub fn workflow_id(rollout_id: Uuid) -> String {
@@ -40,7 +40,7 @@ impl RolloutEngine for TemporalEngine {
         .await
         {
             Ok(Ok(_)) | Ok(Err(WorkflowStartError::AlreadyStarted { .. })) => Ok(()),
-            Ok(Err(e)) => Err(super::status::from_start(&e)),
+            Ok(Err(e)) => Err(crate::workflows::status::from_start(&e)),
             Err(_) => Err(EngineError::Unavailable(format!(
                 "starting the rollout took longer than {:?}",
                 self.call_timeout
@@ -66,7 +66,7 @@ impl RolloutEngine for TemporalEngine {
             Ok(Err(WorkflowInteractionError::NotFound(_))) => Err(EngineError::Other(format!(
                 "rollout {rollout_id} has no running workflow"
             ))),
-            Ok(Err(e)) => Err(super::status::from_interaction(&e)),
+            Ok(Err(e)) => Err(crate::workflows::status::from_interaction(&e)),
             Err(_) => Err(EngineError::Unavailable("signalling timed out".into())),
         }
     }

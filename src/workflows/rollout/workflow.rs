@@ -16,9 +16,12 @@ use temporalio_sdk::{
 };
 use uuid::Uuid;
 
+// The gates sit beside this file (`rollout/gates.rs`) but are this module's child: they use
+// the workflow's private context and helpers.
+#[path = "gates.rs"]
 mod gates;
 
-use super::rollout_activities::{RolloutActivities, StatusInput, WaveInput};
+use super::activities::{RolloutActivities, StatusInput, WaveInput};
 use crate::rollouts::model::{Command, RolloutStatus};
 use crate::rollouts::run::{RunPlan, WaveProgress};
 use gates::{after_wave, gates};
