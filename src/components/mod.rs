@@ -98,8 +98,9 @@ pub trait Registration: Send + Sync {
     async fn register(&self, device: &Device) -> Result<Option<String>, DeviceError>;
 }
 
-/// What a manager can tell about a device before any call: checked at submission, so a device
-/// it can never drive refuses the rack instead of failing at run time.
+/// What a manager can tell about a device before the task runs: checked at submission and in a
+/// dry run, so a device it can never drive refuses the rack instead of failing at run time.
+#[async_trait]
 pub trait Preflight: Send + Sync {
     /// Why this manager cannot address `device` at all (no BMC address, say).
     fn device_gap(&self, _device: &Device) -> Option<String> {
@@ -108,6 +109,12 @@ pub trait Preflight: Send + Sync {
 
     /// Why this manager cannot install `request` on `device` (a version it has no image for).
     fn firmware_gap(&self, _device: &Device, _request: &FirmwareRequest) -> Option<String> {
+        None
+    }
+
+    /// Why the device cannot do `op`, asked of the device itself (a BMC that lists no fitting
+    /// reset type); `None` when it can or cannot be asked now.
+    async fn power_gap(&self, _device: &Device, _op: PowerOp) -> Option<String> {
         None
     }
 }

@@ -87,6 +87,7 @@ impl Registry {
             },
             credentials_file: bmc.credentials_file.clone(),
             catalog_file: bmc.firmware_catalog.clone(),
+            firmware_members: bmc.firmware_member.clone(),
         };
         let uses_psm = managers.uses(ProviderKind::Psm);
         // PMC logins for RegisterPowershelves come from the same source as BMC logins.

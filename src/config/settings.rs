@@ -294,6 +294,7 @@ pub const SETTINGS: &[Setting] = &[
         64,
     ),
     optional("FLOW_FIRMWARE_CATALOG", "redfish.firmware_catalog"),
+    optional("FLOW_REDFISH_FIRMWARE_MEMBER", "redfish.firmware_member"),
     text("FLOW_AUTH", "auth.mode", "", check::auth_modes).form(EnvForm::Trimmed),
     Setting::new(
         "FLOW_JWT_JWKS_URL",

@@ -171,6 +171,9 @@ pub struct Redfish {
     pub max_inflight_per_bmc: usize,
     /// TOML file: component type + optional model + version -> image URI (+ checksum).
     pub firmware_catalog: Option<PathBuf>,
+    /// Per type, the FirmwareInventory member whose version is the tray's observed firmware
+    /// (`compute=FW_BMC_0,nvswitch=MGX_FW_BMC_0`).
+    pub firmware_member: Option<String>,
 }
 
 /// Who may call the API.

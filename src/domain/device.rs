@@ -39,6 +39,8 @@ pub enum PowerOp {
     ForceRestart,
     WarmReset,
     ColdReset,
+    /// Restarts the tray's BMC itself (`Manager.Reset`); host power is untouched.
+    BmcReset,
 }
 
 impl PowerOp {

@@ -228,6 +228,44 @@ pub async fn record_sightings(
     Ok(())
 }
 
+/// Records `external_id` as what registration learnt for `component`, unless another live
+/// component of the same type already holds it: then that component's id and name come back and
+/// nothing is written (the unique index would refuse it, with a database's words).
+pub async fn claim_external_id(
+    db: &impl ConnectionTrait,
+    kind: ComponentType,
+    component: Uuid,
+    external_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<(Uuid, String)>> {
+    let owner = || {
+        components::Entity::find()
+            .filter(components::Column::Type.eq(kind.as_str()))
+            .filter(components::Column::ExternalId.eq(external_id))
+            .filter(components::Column::DeletedAt.is_null())
+            .filter(components::Column::Id.ne(component))
+            .one(db)
+    };
+    if let Some(o) = owner().await? {
+        return Ok(Some((o.id, o.name)));
+    }
+    let sighting = Sighting {
+        component_id: component,
+        external_id: Some(external_id.to_string()),
+        firmware_version: None,
+        power: None,
+    };
+    match record_sightings(db, &[sighting], now).await {
+        Ok(()) => Ok(None),
+        // Another registration won the race between the look-up and the write.
+        Err(Error::Db(e)) if crate::db::is_unique_violation(&e) => match owner().await? {
+            Some(o) => Ok(Some((o.id, o.name))),
+            None => Err(Error::Db(e)),
+        },
+        Err(e) => Err(e),
+    }
+}
+
 fn record_from_row(r: drifts::Model, rack_id: Option<Uuid>) -> Result<DriftRecord> {
     let bad = |what: &str| Error::Internal(format!("drift {} has a bad {what}", r.id));
     Ok(DriftRecord {

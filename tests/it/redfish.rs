@@ -2,6 +2,7 @@
 //! worker, on both databases), against an in-test Redfish stand-in for what the emulator cannot
 //! show (sessions, task monitors, 503 + Retry-After, ExtendedInfo), and PSM over mutual TLS.
 
+mod bmcweb;
 mod emulator;
 mod psm_tls;
 mod standin;
@@ -28,6 +29,7 @@ pub struct Setup {
     pub insecure: bool,
     pub credentials_file: Option<PathBuf>,
     pub catalog_file: Option<PathBuf>,
+    pub firmware_members: Option<String>,
     pub max_inflight: usize,
 }
 
@@ -41,6 +43,7 @@ impl Setup {
             insecure: false,
             credentials_file: None,
             catalog_file: None,
+            firmware_members: None,
             max_inflight: 2,
         }
     }
@@ -61,6 +64,7 @@ impl Setup {
             }),
             credentials_file: self.credentials_file.clone(),
             catalog_file: self.catalog_file.clone(),
+            firmware_members: self.firmware_members.clone(),
         }
     }
 

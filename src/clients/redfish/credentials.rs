@@ -26,6 +26,41 @@ impl fmt::Debug for Login {
     }
 }
 
+/// What one BMC's entry may say beyond its login: the system to drive when discovery cannot
+/// tell (`system = "System_0"`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BmcOptions {
+    /// The `Id` (or `@odata.id`) of the host system among the BMC's `Systems`.
+    pub system: Option<String>,
+}
+
+/// A `[bmc."…"]` entry: a login and that BMC's options (its `Debug` is the login's, masked).
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BmcEntry {
+    username: String,
+    password: String,
+    system: Option<String>,
+}
+
+impl fmt::Debug for BmcEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BmcEntry")
+            .field("login", &self.login())
+            .field("system", &self.system)
+            .finish()
+    }
+}
+
+impl BmcEntry {
+    fn login(&self) -> Login {
+        Login {
+            username: self.username.clone(),
+            password: self.password.clone(),
+        }
+    }
+}
+
 /// The file's shape: `[default]`, `[manufacturer."NVIDIA"]`, `[bmc."aa:bb:cc:dd:ee:ff"]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,7 +69,7 @@ struct FileLogins {
     #[serde(default)]
     manufacturer: HashMap<String, Login>,
     #[serde(default)]
-    bmc: HashMap<String, Login>,
+    bmc: HashMap<String, BmcEntry>,
 }
 
 impl FileLogins {
@@ -163,14 +198,29 @@ impl Credentials {
         let logins = &loaded.logins;
         bmc_mac
             .and_then(|m| logins.bmc.get(&normal_mac(m)))
+            .map(BmcEntry::login)
             .or_else(|| {
                 logins
                     .manufacturer
                     .get(&manufacturer.trim().to_ascii_lowercase())
+                    .cloned()
             })
-            .or(logins.default.as_ref())
-            .or(self.default.as_ref())
-            .cloned()
+            .or_else(|| logins.default.clone())
+            .or_else(|| self.default.clone())
+    }
+
+    /// The options of the BMC with this MAC (none configured: all defaults).
+    pub fn options(&self, bmc_mac: Option<&str>) -> BmcOptions {
+        self.reload_if_changed();
+        let Ok(loaded) = self.loaded.lock() else {
+            return BmcOptions::default();
+        };
+        bmc_mac
+            .and_then(|m| loaded.logins.bmc.get(&normal_mac(m)))
+            .map(|e| BmcOptions {
+                system: e.system.clone(),
+            })
+            .unwrap_or_default()
     }
 }
 
@@ -192,7 +242,7 @@ mod tests {
             &path,
             "[default]\nusername = \"file\"\npassword = \"f\"\n\
              [manufacturer.NVIDIA]\nusername = \"nv\"\npassword = \"n\"\n\
-             [bmc.\"AA-BB-CC-00-00-01\"]\nusername = \"one\"\npassword = \"o\"\n",
+             [bmc.\"AA-BB-CC-00-00-01\"]\nusername = \"one\"\npassword = \"o\"\nsystem = \"System_0\"\n",
         )
         .unwrap();
         let c = Credentials::new(Some(login("env")), Some(path.clone())).unwrap();
@@ -206,6 +256,11 @@ mod tests {
             Some("nv")
         );
         assert_eq!(user(None, "Wiwynn").as_deref(), Some("file"));
+        assert_eq!(
+            c.options(Some("aa:bb:cc:00:00:01")).system.as_deref(),
+            Some("System_0")
+        );
+        assert_eq!(c.options(Some("aa:bb:cc:00:00:02")), BmcOptions::default());
         std::fs::write(
             &path,
             "[manufacturer.wiwynn]\nusername = \"ww\"\npassword = \"w\"\n",

@@ -5,18 +5,50 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// A failed Redfish call, by what the caller can do about it.
+/// A failed Redfish call, by what the caller can do about it. The HTTP status the BMC answered
+/// is a field, so callers decide on it (a 404 that means "rediscover") without reading text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RedfishError {
-    /// No answer, a timeout, a 5xx or a 503 that did not clear: may work later.
-    #[error("{0}")]
-    Unreachable(String),
+    /// No answer, a timeout, a 5xx or a 503 that did not clear: may work later. `status` is
+    /// `None` when no answer came at all.
+    #[error("{message}")]
+    Unreachable {
+        status: Option<u16>,
+        message: String,
+    },
     /// The BMC refused the request (4xx), with its own message: retrying will not help.
-    #[error("{0}")]
-    Refused(String),
+    #[error("{message}")]
+    Refused { status: u16, message: String },
     /// 401/403, or no login configured: never retried.
-    #[error("{0}")]
-    Credentials(String),
+    #[error("{message}")]
+    Credentials {
+        status: Option<u16>,
+        message: String,
+    },
+}
+
+impl RedfishError {
+    /// The HTTP status the BMC answered with, when it answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Unreachable { status, .. } | Self::Credentials { status, .. } => *status,
+            Self::Refused { status, .. } => Some(*status),
+        }
+    }
+
+    /// The message, whatever the kind.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Unreachable { message, .. }
+            | Self::Refused { message, .. }
+            | Self::Credentials { message, .. } => message,
+        }
+    }
+
+    /// No answer came (refused connection, reset, timeout): what a rebooting BMC looks like.
+    pub fn is_silence(&self) -> bool {
+        matches!(self, Self::Unreachable { status: None, .. })
+    }
 }
 
 /// An error and every cause under it: reqwest's own text says only "error sending request".

@@ -4,6 +4,7 @@
 
 pub mod credentials;
 mod error;
+mod push;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -15,9 +16,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-pub use credentials::{Credentials, Login, normal_mac};
+pub use credentials::{BmcOptions, Credentials, Login, normal_mac};
 pub use error::{RedfishError, bmc_message};
 use error::{chain, retry_after};
+pub use push::{Upload, sha256_file};
 
 /// The most a BMC answer may weigh; anything larger is refused rather than buffered.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -54,6 +56,13 @@ pub struct Reply {
     /// `Location` (task monitors, new sessions).
     pub location: Option<String>,
     pub body: Value,
+}
+
+/// What a request carries: JSON, or an image streamed from disk (rebuilt for each attempt).
+#[derive(Clone, Copy)]
+enum Payload<'a> {
+    Json(&'a Value),
+    Upload(&'a Upload),
 }
 
 #[derive(Clone)]
@@ -129,6 +138,11 @@ impl RedfishClient {
         })
     }
 
+    /// What the credentials file says about this BMC beyond its login.
+    pub fn options(&self, bmc: Bmc<'_>) -> BmcOptions {
+        self.credentials.options(bmc.mac)
+    }
+
     /// The credentials source, for reloading on SIGHUP.
     pub fn credentials(&self) -> &Arc<Credentials> {
         &self.credentials
@@ -169,7 +183,7 @@ impl RedfishClient {
         bmc: Bmc<'_>,
         method: Method,
         path: &str,
-        body: Option<&Value>,
+        body: Option<Payload<'_>>,
         auth: (&Auth, &Login),
     ) -> Result<(StatusCode, reqwest::header::HeaderMap, Value), RedfishError> {
         let url = self.url(bmc.ip, path);
@@ -182,11 +196,23 @@ impl RedfishClient {
             (Auth::Basic, login) => request.basic_auth(&login.username, Some(&login.password)),
             (Auth::Unknown, _) => request,
         };
-        if let Some(body) = body {
-            request = request.json(body);
+        let mut deadline = self.settings.timeout;
+        match body {
+            Some(Payload::Json(body)) => request = request.json(body),
+            Some(Payload::Upload(upload)) => {
+                // An image upload takes as long as the link needs, within its own bound.
+                deadline = push::UPLOAD_TIMEOUT.max(deadline);
+                let (content_type, body) = upload.body();
+                request = request
+                    .timeout(deadline)
+                    .header(reqwest::header::CONTENT_TYPE, content_type)
+                    .body(body);
+            }
+            None => {}
         }
-        let unreachable = |why: String| {
-            RedfishError::Unreachable(format!("BMC {} {method} {path}: {why}", bmc.ip))
+        let unreachable = |why: String| RedfishError::Unreachable {
+            status: None,
+            message: format!("BMC {} {method} {path}: {why}", bmc.ip),
         };
         let call = async {
             let mut response = request.send().await.map_err(|e| unreachable(chain(&e)))?;
@@ -211,17 +237,17 @@ impl RedfishClient {
             };
             Ok((status, headers, value))
         };
-        match tokio::time::timeout(self.settings.timeout, call).await {
+        match tokio::time::timeout(deadline, call).await {
             Ok(result) => result,
-            Err(_) => Err(unreachable(format!(
-                "no answer within {:?}",
-                self.settings.timeout
-            ))),
+            Err(_) => Err(unreachable(format!("no answer within {deadline:?}"))),
         }
     }
 
-    fn rejected(&self, bmc: Bmc<'_>) -> RedfishError {
-        RedfishError::Credentials(format!("credentials rejected by BMC {}", bmc.ip))
+    fn rejected(&self, bmc: Bmc<'_>, status: u16) -> RedfishError {
+        RedfishError::Credentials {
+            status: Some(status),
+            message: format!("credentials rejected by BMC {}", bmc.ip),
+        }
     }
 
     /// Learns how to log in: a Redfish session when the service root offers one, else basic
@@ -232,7 +258,7 @@ impl RedfishClient {
             .send(bmc, Method::GET, "/redfish/v1/", None, (&basic, login))
             .await?;
         if matches!(status.as_u16(), 401 | 403) {
-            return Err(self.rejected(bmc));
+            return Err(self.rejected(bmc, status.as_u16()));
         }
         let sessions = root
             .pointer("/Links/Sessions/@odata.id")
@@ -248,12 +274,12 @@ impl RedfishClient {
                 bmc,
                 Method::POST,
                 &sessions,
-                Some(&credentials),
+                Some(Payload::Json(&credentials)),
                 (&Auth::Unknown, login),
             )
             .await?;
         match status.as_u16() {
-            401 | 403 => Err(self.rejected(bmc)),
+            code @ (401 | 403) => Err(self.rejected(bmc, code)),
             200..=299 => Ok(headers
                 .get("X-Auth-Token")
                 .and_then(|v| v.to_str().ok())
@@ -273,14 +299,36 @@ impl RedfishClient {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Reply, RedfishError> {
+        self.call(bmc, method, path, body.map(Payload::Json)).await
+    }
+
+    /// Pushes a firmware image (`HttpPushUri` or `MultipartHttpPushUri`), streamed from its file.
+    pub async fn push(
+        &self,
+        bmc: Bmc<'_>,
+        uri: &str,
+        upload: &Upload,
+    ) -> Result<Reply, RedfishError> {
+        self.call(bmc, Method::POST, uri, Some(Payload::Upload(upload)))
+            .await
+    }
+
+    async fn call(
+        &self,
+        bmc: Bmc<'_>,
+        method: Method,
+        path: &str,
+        body: Option<Payload<'_>>,
+    ) -> Result<Reply, RedfishError> {
         let _all = self.total.acquire().await;
         let state = self.state(bmc.ip);
         let _one = state.permits.acquire().await;
         let login = self
             .credentials
             .lookup(bmc.mac, bmc.manufacturer)
-            .ok_or_else(|| {
-                RedfishError::Credentials(format!("no credentials configured for BMC {}", bmc.ip))
+            .ok_or_else(|| RedfishError::Credentials {
+                status: None,
+                message: format!("no credentials configured for BMC {}", bmc.ip),
             })?;
         let mut relogged = false;
         let mut busy = 0;
@@ -303,20 +351,26 @@ impl RedfishClient {
                     relogged = true;
                     *state.auth.lock().await = Auth::Unknown;
                 }
-                401 | 403 => return Err(self.rejected(bmc)),
+                401 | 403 => return Err(self.rejected(bmc, code)),
                 503 if busy < MAX_BUSY_RETRIES => {
                     busy += 1;
                     tokio::time::sleep(retry_after(&headers)).await;
                 }
                 500..=599 => {
                     let why = bmc_message(&value).unwrap_or_else(|| "service unavailable".into());
-                    return Err(RedfishError::Unreachable(what(why)));
+                    return Err(RedfishError::Unreachable {
+                        status: Some(code),
+                        message: what(why),
+                    });
                 }
                 400..=499 => {
                     let why = bmc_message(&value)
                         .or_else(|| value.as_str().map(String::from))
                         .unwrap_or_else(|| "refused".into());
-                    return Err(RedfishError::Refused(what(why)));
+                    return Err(RedfishError::Refused {
+                        status: code,
+                        message: what(why),
+                    });
                 }
                 _ => {
                     let location = headers

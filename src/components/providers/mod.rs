@@ -30,6 +30,8 @@ pub struct RedfishSetup {
     pub default_login: Option<crate::clients::redfish::Login>,
     pub credentials_file: Option<std::path::PathBuf>,
     pub catalog_file: Option<std::path::PathBuf>,
+    /// `FLOW_REDFISH_FIRMWARE_MEMBER`: `type=member,…`.
+    pub firmware_members: Option<String>,
 }
 
 impl Default for RedfishSetup {
@@ -46,6 +48,7 @@ impl Default for RedfishSetup {
             default_login: None,
             credentials_file: None,
             catalog_file: None,
+            firmware_members: None,
         }
     }
 }
@@ -68,6 +71,10 @@ impl RedfishSetup {
             Some(path) => Catalog::load(path)?,
             None => Catalog::default(),
         };
-        Ok(RedfishManager::new(Arc::new(client), catalog))
+        let members = match &self.firmware_members {
+            Some(text) => redfish::firmware_members(text)?,
+            None => Default::default(),
+        };
+        Ok(RedfishManager::new(Arc::new(client), catalog, members))
     }
 }

@@ -254,6 +254,7 @@ fn power_op_name(op: PowerOp) -> &'static str {
         PowerOp::ForceRestart => "force_restart",
         PowerOp::WarmReset => "warm_reset",
         PowerOp::ColdReset => "cold_reset",
+        PowerOp::BmcReset => "bmc_reset",
     }
 }
 

@@ -62,6 +62,44 @@ pub(super) fn gaps(plan: &Plan, registry: &Registry) -> Vec<String> {
     out
 }
 
+/// What each device's manager says about the plan's power actions, asking the device where it
+/// can (a BMC's allowed reset types); one line per device and action it cannot do.
+pub(super) async fn power_gaps(
+    spec: &crate::domain::operation::OperationSpec,
+    rack: &crate::inventory::targets::RackWork,
+    rule: Option<&super::planner::ResolvedRule>,
+    registry: Option<&Registry>,
+) -> Vec<String> {
+    let (Some((rule, source)), Some(registry)) = (rule, registry) else {
+        return Vec::new();
+    };
+    let plan = crate::operations::plan::build(rule, *source, &spec.operation, &rack.devices);
+    let mut out = Vec::new();
+    for stage in &plan.stages {
+        for action in &stage.actions {
+            let Action::PowerControl {
+                operation: Some(code),
+            } = action
+            else {
+                continue;
+            };
+            for device in &stage.devices {
+                let Some(preflight) = registry.get(device.kind).and_then(|s| s.preflight.clone())
+                else {
+                    continue;
+                };
+                if let Some(why) = preflight.power_gap(device, code.op()).await {
+                    let line = format!("stage {} ({}): {why}", stage.number, stage.name);
+                    if !out.contains(&line) {
+                        out.push(line);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// What the managers can tell per device before any call: a device they cannot address (no
 /// BMC address) or a firmware version they have no image for.
 fn device_gaps(

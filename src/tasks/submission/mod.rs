@@ -158,11 +158,20 @@ impl TaskService {
         rack: &RackWork,
     ) -> Result<std::result::Result<Created, Rejection>> {
         let rule = planner::rule_for(&self.db, spec, rack).await?;
+        // Devices are asked before the rack is locked: no transaction waits on a BMC.
+        let asked =
+            capability::power_gaps(spec, rack, rule.as_ref(), self.managers.as_deref()).await;
         let txn = crate::db::begin_write(&self.db).await?;
         store::lock_rack(&txn, rack.rack_id).await?;
         let active = store::on_rack(&txn, rack.rack_id, &ACTIVE).await?;
-        let decision =
-            planner::decide(spec, rack, rule.as_ref(), self.managers.as_deref(), &active);
+        let decision = planner::decide(
+            spec,
+            rack,
+            rule.as_ref(),
+            self.managers.as_deref(),
+            &active,
+            &asked,
+        );
         let now = self.clock.now();
         let (status, message, expires) = match decision.outcome {
             Outcome::Start => (TaskStatus::Pending, "pending".to_string(), None),

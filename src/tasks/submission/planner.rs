@@ -131,6 +131,7 @@ pub fn decide(
     rule: Option<&ResolvedRule>,
     managers: Option<&Registry>,
     active: &[Task],
+    asked: &[String],
 ) -> Decision {
     let mut decision = Decision {
         rack_id: rack.rack_id,
@@ -163,6 +164,7 @@ pub fn decide(
         })
         .collect();
     decision.unsupported = managers.map_or_else(Vec::new, |m| capability::gaps(&plan, m));
+    decision.unsupported.extend(asked.iter().cloned());
     // What the managers cannot do refuses the rack whatever its tasks.
     decision.outcome = if decision.unsupported.is_empty() {
         admission.outcome

@@ -36,12 +36,14 @@ pub async fn preview(
     for rack in planner::narrow(spec, resolve::resolve(db, &spec.targets).await?) {
         let rule = planner::rule_for(db, spec, &rack).await?;
         let active = store::on_rack(db, rack.rack_id, &ACTIVE).await?;
+        let asked = super::capability::power_gaps(spec, &rack, rule.as_ref(), managers).await;
         out.push(planner::decide(
             spec,
             &rack,
             rule.as_ref(),
             managers,
             &active,
+            &asked,
         ));
     }
     Ok(out)

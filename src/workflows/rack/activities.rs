@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::steps::{self, Progress, StepFailure};
 use crate::clock::Clock;
 use crate::components::registry::Registry;
-use crate::components::{Device, FirmwareRequest};
+use crate::components::{Device, DeviceError, FirmwareRequest};
 use crate::error::Error;
 use crate::rules::model::Action;
 use crate::tasks::model::{StepStatus, TaskStatus};
@@ -175,16 +175,32 @@ impl RackActivities {
             error,
         };
         let registered = progress.1.lock().ok().and_then(|mut s| s.take());
-        let power = steps::power_after(&input.actions);
-        if result.is_ok() && (registered.is_some() || power.is_some()) {
-            // What the step established (the external id registration learnt, the power state
-            // it left the device in) is recorded as the drift sync records what it sees: in the
-            // observed fields, never the operator's, so badges are right as the step ends.
+        let mut result = result;
+        if let (Ok(_), Some(external_id)) = (&result, registered) {
+            // What registration learnt is the component's external id, as the drift sync
+            // records it: in the observed fields, never the operator's.
+            let kind = input.device.kind;
+            let owner =
+                crate::drift::store::claim_external_id(db, kind, component, &external_id, now)
+                    .await
+                    .map_err(activity_error)?;
+            if let Some((other, other_name)) = owner {
+                result = Err(StepFailure::Device(DeviceError::Rejected(format!(
+                    "409 conflict: {kind} {} ({component}) reports external id {external_id}, \
+                     which {kind} {other_name} ({other}) already has",
+                    input.device.name
+                ))));
+            }
+        }
+        if let (Ok(_), Some(power)) = (&result, steps::power_after(&input.actions)) {
+            // The power state the step left the device in is recorded as the drift sync records
+            // what it sees (observed fields, never the operator's), so badges are right as the
+            // step ends.
             let sighting = crate::drift::compare::Sighting {
                 component_id: component,
-                external_id: registered,
+                external_id: None,
                 firmware_version: None,
-                power,
+                power: Some(power),
             };
             crate::drift::store::record_sightings(db, &[sighting], now)
                 .await

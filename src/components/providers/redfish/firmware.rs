@@ -1,16 +1,33 @@
-//! Firmware through `UpdateService.SimpleUpdate`: the image comes from the catalog, the targets
-//! from the discovered system; the returned task (monitor or TaskService task) is followed,
-//! then the running version is confirmed from `FirmwareInventory` or the system itself.
+//! Firmware: a catalog `file` pushed to `MultipartHttpPushUri` (else `HttpPushUri`), or an
+//! `image_uri` through `SimpleUpdate` where the BMC offers it. The task is followed to its end —
+//! its monitor answers 202 while it runs, 204 once, then 404, so the Task resource itself is read
+//! for the outcome — and the install is proven by the catalog's `expect` FirmwareInventory
+//! members, read one by one.
+
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{RedfishManager, Update, members};
+use super::RedfishManager;
+use super::catalog::Image;
+use crate::clients::redfish::{Upload, sha256_file};
 use crate::components::{
     Device, DeviceError, FirmwareControl, FirmwareRequest, FirmwareState, FirmwareStatus,
 };
 
-/// `TaskState` as a firmware state (`Completed` still needs the version confirmed).
+/// A firmware update in flight on one device: what to follow and what proves it.
+#[derive(Debug, Clone)]
+pub(super) struct Update {
+    monitor: Option<String>,
+    task: Option<String>,
+    /// The monitor already said the task ended (204 or 404): only the Task is read now.
+    monitor_done: bool,
+    version: String,
+    expect: BTreeMap<String, String>,
+}
+
+/// `TaskState` as a firmware state (`Completed` still needs the install proven).
 fn task_state(task: &Value) -> FirmwareState {
     match task.get("TaskState").and_then(Value::as_str) {
         Some("New" | "Pending" | "Starting") => FirmwareState::Queued,
@@ -21,7 +38,7 @@ fn task_state(task: &Value) -> FirmwareState {
     }
 }
 
-/// What a failed task says, from its `Messages`.
+/// What a task says, from its `Messages`.
 fn task_messages(task: &Value) -> Option<String> {
     let messages: Vec<&str> = task
         .get("Messages")
@@ -40,6 +57,10 @@ fn status(state: FirmwareState, version: Option<String>, error: Option<String>) 
     }
 }
 
+fn named(device: &Device, why: String) -> String {
+    format!("{} {}: {why}", device.kind, device.name)
+}
+
 impl RedfishManager {
     fn tracked(&self, device: &Device) -> Option<Update> {
         self.updates
@@ -48,53 +69,208 @@ impl RedfishManager {
             .and_then(|u| u.get(&device.component_id).cloned())
     }
 
-    /// The versions the BMC reports running: the system's BIOS version and every firmware
-    /// inventory entry's.
-    async fn running_versions(&self, device: &Device) -> Result<Vec<String>, DeviceError> {
-        let resources = self.resources(device).await?;
-        let system = self.get(device, &resources.system).await?;
-        let mut versions: Vec<String> = system
-            .get("BiosVersion")
-            .and_then(Value::as_str)
-            .map(String::from)
-            .into_iter()
-            .collect();
-        if let Some(path) = &resources.update_service {
-            let service = self.get(device, path).await?;
-            if let Some(inventory) = service
-                .pointer("/FirmwareInventory/@odata.id")
-                .and_then(Value::as_str)
-            {
-                // A BMC may list no inventory (or refuse it): the system's version still counts.
-                if let Ok(list) = self.get(device, inventory).await {
-                    for item in members(&list).iter().take(64) {
-                        if let Ok(entry) = self.get(device, item).await
-                            && let Some(v) = entry.get("Version").and_then(Value::as_str)
-                        {
-                            versions.push(v.to_string());
-                        }
-                    }
-                }
-            }
+    fn track(&self, device: &Device, update: Update) {
+        if let Ok(mut updates) = self.updates.lock() {
+            updates.insert(device.component_id, update);
         }
-        Ok(versions)
     }
 
-    /// Once the task completed: done when the target version runs, still verifying otherwise.
-    async fn confirm(&self, device: &Device, want: &str) -> Result<FirmwareStatus, DeviceError> {
-        let running = self.running_versions(device).await?;
-        if running.iter().any(|v| v.trim() == want.trim()) {
-            Ok(status(
-                FirmwareState::Completed,
-                Some(want.to_string()),
-                None,
-            ))
+    /// The FirmwareInventory collection's path, from the update service.
+    async fn inventory_path(&self, device: &Device) -> Result<Option<String>, DeviceError> {
+        let Some(path) = self.resources(device).await?.update_service else {
+            return Ok(None);
+        };
+        let service = self.get(device, &path).await?;
+        Ok(service
+            .pointer("/FirmwareInventory/@odata.id")
+            .and_then(Value::as_str)
+            .map(String::from))
+    }
+
+    /// The version one FirmwareInventory member runs.
+    pub(super) async fn member_version(
+        &self,
+        device: &Device,
+        member: &str,
+    ) -> Result<Option<String>, DeviceError> {
+        let Some(inventory) = self.inventory_path(device).await? else {
+            return Ok(None);
+        };
+        let entry = self
+            .get(
+                device,
+                &format!("{}/{member}", inventory.trim_end_matches('/')),
+            )
+            .await?;
+        Ok(entry
+            .get("Version")
+            .and_then(Value::as_str)
+            .map(String::from))
+    }
+
+    /// Done when every `expect` member runs its version; without `expect`, when the system's
+    /// BIOS or the manager's firmware version is the target.
+    async fn confirm(
+        &self,
+        device: &Device,
+        update: &Update,
+    ) -> Result<FirmwareStatus, DeviceError> {
+        for (member, want) in &update.expect {
+            let seen = self.member_version(device, member).await?;
+            if seen.as_deref().map(str::trim) != Some(want.trim()) {
+                let seen = seen.unwrap_or_else(|| "nothing".into());
+                return Ok(status(
+                    FirmwareState::Verifying,
+                    Some(format!("{member} {seen}")),
+                    None,
+                ));
+            }
+        }
+        if update.expect.is_empty() {
+            let running = self.whole_version(device).await?;
+            if running.as_deref().map(str::trim) != Some(update.version.trim()) {
+                return Ok(status(FirmwareState::Verifying, running, None));
+            }
+        }
+        Ok(status(
+            FirmwareState::Completed,
+            Some(update.version.clone()),
+            None,
+        ))
+    }
+
+    /// The one version a BMC states for the whole device: the system's BIOS version, else its
+    /// manager's firmware version.
+    pub(super) async fn whole_version(
+        &self,
+        device: &Device,
+    ) -> Result<Option<String>, DeviceError> {
+        let resources = self.resources(device).await?;
+        let system = self.get(device, &resources.system).await?;
+        if let Some(v) = system.get("BiosVersion").and_then(Value::as_str) {
+            return Ok(Some(v.to_string()));
+        }
+        let Some(path) = &resources.manager else {
+            return Ok(None);
+        };
+        let manager = self.get(device, path).await?;
+        Ok(manager
+            .get("FirmwareVersion")
+            .and_then(Value::as_str)
+            .map(String::from))
+    }
+
+    /// Sends the image the way the BMC takes it; the answer names the task.
+    async fn send_image(
+        &self,
+        device: &Device,
+        image: &Image,
+    ) -> Result<crate::clients::redfish::Reply, DeviceError> {
+        let resources = self.resources(device).await?;
+        let unsupported = |why: &str| DeviceError::Unsupported(named(device, why.into()));
+        let service_path = resources
+            .update_service
+            .clone()
+            .ok_or_else(|| unsupported("the BMC has no UpdateService"))?;
+        let service = self.get(device, &service_path).await?;
+        let uri = |k: &str| service.get(k).and_then(Value::as_str).map(String::from);
+        if let Some(file) = &image.file {
+            if let Some(want) = &image.sha256 {
+                let got = sha256_file(file.clone()).await.map_err(|e| {
+                    DeviceError::Rejected(named(device, format!("{}: {e}", file.display())))
+                })?;
+                if !got.eq_ignore_ascii_case(want.trim()) {
+                    return Err(DeviceError::Rejected(named(
+                        device,
+                        format!(
+                            "{} has SHA-256 {got}, the catalog says {want}: not sent",
+                            file.display()
+                        ),
+                    )));
+                }
+            }
+            let (target, upload) = match (uri("MultipartHttpPushUri"), uri("HttpPushUri")) {
+                (Some(target), _) => {
+                    let mut parameters = json!({"@Redfish.OperationApplyTime": "Immediate"});
+                    if !image.targets.is_empty() {
+                        parameters["Targets"] = json!(image.targets);
+                    }
+                    (
+                        target,
+                        Upload::Multipart {
+                            parameters,
+                            file: file.clone(),
+                        },
+                    )
+                }
+                (None, Some(target)) => (target, Upload::Raw { file: file.clone() }),
+                (None, None) => {
+                    return Err(unsupported(
+                        "the BMC offers neither MultipartHttpPushUri nor HttpPushUri",
+                    ));
+                }
+            };
+            let bmc = Self::bmc(device)?;
+            return self
+                .client
+                .push(bmc, &target, &upload)
+                .await
+                .map_err(|e| super::about(device, e));
+        }
+        let image_uri = image.image_uri.clone().unwrap_or_default();
+        let target = service
+            .pointer("/Actions/#UpdateService.SimpleUpdate/target")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                unsupported(
+                    "the BMC offers no UpdateService.SimpleUpdate for an image_uri (give the \
+                     catalog entry a file to push)",
+                )
+            })?;
+        let targets = if image.targets.is_empty() {
+            vec![resources.system.clone()]
         } else {
-            Ok(status(
-                FirmwareState::Verifying,
-                running.first().cloned(),
-                None,
-            ))
+            image.targets.clone()
+        };
+        let mut body = json!({"ImageURI": image_uri, "Targets": targets});
+        if let Some((protocol, _)) = image_uri.split_once("://") {
+            body["TransferProtocol"] = json!(protocol.to_ascii_uppercase());
+        }
+        self.post(device, target, &body).await
+    }
+
+    /// Where the task stands: `Ok(None)` while its monitor says it runs, else the Task.
+    async fn task_body(
+        &self,
+        device: &Device,
+        update: &mut Update,
+    ) -> Result<Option<Value>, DeviceError> {
+        if let Some(monitor) = update.monitor.clone().filter(|_| !update.monitor_done) {
+            let bmc = Self::bmc(device)?;
+            match self
+                .client
+                .request(bmc, reqwest::Method::GET, &monitor, None)
+                .await
+            {
+                Ok(reply) if reply.body.get("TaskState").is_some() => return Ok(Some(reply.body)),
+                Ok(reply) if reply.status == 202 => return Ok(None),
+                // 204: the task just ended; the Task says how.
+                Ok(_) => update.monitor_done = true,
+                // The monitor is gone once the end was reported: the Task stays.
+                Err(e) if e.status() == Some(404) => update.monitor_done = true,
+                Err(e) => return Err(super::about(device, e)),
+            }
+        }
+        let task = update.task.clone().or_else(|| {
+            update
+                .monitor
+                .as_deref()
+                .and_then(|m| m.strip_suffix("/Monitor"))
+                .map(String::from)
+        });
+        match task {
+            Some(task) => self.get(device, &task).await.map(Some),
+            None => Ok(Some(json!({"TaskState": "Completed"}))),
         }
     }
 }
@@ -116,77 +292,50 @@ impl FirmwareControl for RedfishManager {
             .find(device.kind, device.model.as_deref(), &version)
             .cloned()
             .ok_or_else(|| DeviceError::Unsupported(format!("version {version} not in catalog")))?;
-        let resources = self.resources(device).await?;
-        let no_update = || {
-            DeviceError::Unsupported(format!(
-                "{} {}: the BMC offers no UpdateService.SimpleUpdate",
-                device.kind, device.name
-            ))
-        };
-        let service_path = resources.update_service.clone().ok_or_else(no_update)?;
-        let service = self.get(device, &service_path).await?;
-        let target = service
-            .pointer("/Actions/#UpdateService.SimpleUpdate/target")
-            .and_then(Value::as_str)
-            .ok_or_else(no_update)?
-            .to_string();
-        let mut body = json!({"ImageURI": image.image_uri, "Targets": [resources.system]});
-        if let Some(protocol) = image.image_uri.split("://").next()
-            && image.image_uri.contains("://")
-        {
-            body["TransferProtocol"] = json!(protocol.to_ascii_uppercase());
-        }
-        let reply = self.post(device, &target, &body).await?;
-        // The task: a `Location` task monitor, else the Task resource the body names.
-        let task = reply
-            .location
-            .clone()
-            .or_else(|| super::odata_id(&reply.body).filter(|id| id.contains("Task")));
-        if let Ok(mut updates) = self.updates.lock() {
-            updates.insert(device.component_id, Update { task, version });
-        }
+        let reply = self.send_image(device, &image).await?;
+        // The task: a `Location` task monitor, and the Task resource the body names.
+        let task = super::odata_id(&reply.body).filter(|id| id.contains("Task"));
+        self.track(
+            device,
+            Update {
+                monitor: reply.location.clone(),
+                task,
+                monitor_done: false,
+                version,
+                expect: image.expect.clone(),
+            },
+        );
         Ok(())
     }
 
     async fn update_status(&self, device: &Device) -> Result<FirmwareStatus, DeviceError> {
-        let Some(update) = self.tracked(device) else {
+        let Some(mut update) = self.tracked(device) else {
             // Nothing in flight here (another worker started it, or this one restarted): the
             // running version is all that can be known.
-            let running = self.running_versions(device).await?;
-            return Ok(status(
-                FirmwareState::Unknown,
-                running.first().cloned(),
-                None,
-            ));
+            let running = self.whole_version(device).await?;
+            return Ok(status(FirmwareState::Unknown, running, None));
         };
-        let Some(task_path) = &update.task else {
-            return self.confirm(device, &update.version).await;
-        };
-        let reply = self
-            .client
-            .request(Self::bmc(device)?, reqwest::Method::GET, task_path, None)
-            .await
-            .map_err(|e| super::about(device, e))?;
-        // A task monitor answers 202 while the task runs; the Task itself says its state.
-        if reply.status == 202 && reply.body.get("TaskState").is_none() {
+        let body = self.task_body(device, &mut update).await;
+        self.track(device, update.clone());
+        let Some(task) = body? else {
             return Ok(status(FirmwareState::InProgress, None, None));
-        }
-        match task_state(&reply.body) {
-            FirmwareState::Completed => self.confirm(device, &update.version).await,
+        };
+        match task_state(&task) {
+            FirmwareState::Completed | FirmwareState::Unknown => {
+                self.confirm(device, &update).await
+            }
             FirmwareState::Failed => Ok(status(
                 FirmwareState::Failed,
                 None,
-                Some(format!(
-                    "BMC task {} ended {}: {}",
-                    task_path,
-                    reply.body["TaskState"].as_str().unwrap_or("failed"),
-                    task_messages(&reply.body).unwrap_or_else(|| "no message".into())
+                Some(named(
+                    device,
+                    format!(
+                        "the BMC's task ended {}: {}",
+                        task["TaskState"].as_str().unwrap_or("failed"),
+                        task_messages(&task).unwrap_or_else(|| "no message".into())
+                    ),
                 )),
             )),
-            // A monitor that answers 200 with the operation's result and no task: done.
-            FirmwareState::Unknown if reply.status == 200 || reply.status == 204 => {
-                self.confirm(device, &update.version).await
-            }
             other => Ok(status(other, None, None)),
         }
     }

@@ -2,7 +2,9 @@
 //! their BMC's Redfish API. A device's BMC is its host BMC's IP address; the system, chassis
 //! and manager it acts on are discovered from the service root and cached per BMC.
 
+mod actions;
 pub mod catalog;
+mod discover;
 mod firmware;
 mod observe;
 mod power;
@@ -13,8 +15,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::clients::redfish::{Bmc, RedfishClient, RedfishError, normal_mac};
+use crate::clients::redfish::{Bmc, RedfishClient, RedfishError};
 use crate::components::{Device, DeviceError, FirmwareRequest, Preflight, Registration};
+use crate::domain::ComponentType;
 
 pub use catalog::Catalog;
 
@@ -37,12 +40,8 @@ impl Resources {
     }
 }
 
-/// A firmware update in flight on one device: what to follow and what to expect.
-#[derive(Debug, Clone)]
-struct Update {
-    task: Option<String>,
-    version: String,
-}
+/// The values one ActionInfo allows (`None`: it lists none).
+type AllowedValues = Option<Vec<String>>;
 
 /// The `redfish` provider.
 #[derive(Debug)]
@@ -50,16 +49,41 @@ pub struct RedfishManager {
     client: Arc<RedfishClient>,
     catalog: Catalog,
     resources: Mutex<HashMap<String, Resources>>,
-    updates: Mutex<HashMap<uuid::Uuid, Update>>,
+    /// `ResetType` values of ActionInfo resources, by BMC address and resource.
+    action_infos: Mutex<HashMap<(String, String), AllowedValues>>,
+    updates: Mutex<HashMap<uuid::Uuid, firmware::Update>>,
+    /// Per type, the FirmwareInventory member that states the observed firmware.
+    firmware_members: HashMap<ComponentType, String>,
 }
 
 impl From<RedfishError> for DeviceError {
     fn from(e: RedfishError) -> Self {
         match e {
-            RedfishError::Unreachable(m) => Self::Unreachable(m),
-            RedfishError::Refused(m) | RedfishError::Credentials(m) => Self::Rejected(m),
+            RedfishError::Unreachable { message, .. } => Self::Unreachable(message),
+            RedfishError::Refused { message, .. } | RedfishError::Credentials { message, .. } => {
+                Self::Rejected(message)
+            }
         }
     }
+}
+
+/// Reads `FLOW_REDFISH_FIRMWARE_MEMBER` (`compute=FW_BMC_0,nvswitch=MGX_FW_BMC_0`).
+pub fn firmware_members(text: &str) -> Result<HashMap<ComponentType, String>, String> {
+    let bad = |why: String| format!("FLOW_REDFISH_FIRMWARE_MEMBER: {why}");
+    let mut out = HashMap::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (kind, member) = entry
+            .split_once('=')
+            .ok_or_else(|| bad(format!("{entry:?} is not type=member")))?;
+        let kind = ComponentType::parse(kind.trim())
+            .ok_or_else(|| bad(format!("unknown component type {kind:?}")))?;
+        let member = member.trim();
+        if member.is_empty() {
+            return Err(bad(format!("{entry:?} names no member")));
+        }
+        out.insert(kind, member.to_string());
+    }
+    Ok(out)
 }
 
 /// The device's BMC address, or why it has none.
@@ -102,20 +126,28 @@ fn members(collection: &Value) -> Vec<String> {
 
 /// Prefixes a BMC error with the device it was about, keeping its kind.
 fn about(device: &Device, e: RedfishError) -> DeviceError {
-    let named = |m: String| format!("{} {}: {m}", device.kind, device.name);
-    match e {
-        RedfishError::Unreachable(m) => DeviceError::Unreachable(named(m)),
-        RedfishError::Refused(m) | RedfishError::Credentials(m) => DeviceError::Rejected(named(m)),
+    let named = |m: &str| format!("{} {}: {m}", device.kind, device.name);
+    match &e {
+        RedfishError::Unreachable { .. } => DeviceError::Unreachable(named(e.message())),
+        RedfishError::Refused { .. } | RedfishError::Credentials { .. } => {
+            DeviceError::Rejected(named(e.message()))
+        }
     }
 }
 
 impl RedfishManager {
-    pub fn new(client: Arc<RedfishClient>, catalog: Catalog) -> Arc<Self> {
+    pub fn new(
+        client: Arc<RedfishClient>,
+        catalog: Catalog,
+        firmware_members: HashMap<ComponentType, String>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             client,
             catalog,
             resources: Mutex::new(HashMap::new()),
+            action_infos: Mutex::new(HashMap::new()),
             updates: Mutex::new(HashMap::new()),
+            firmware_members,
         })
     }
 
@@ -137,7 +169,7 @@ impl RedfishManager {
         self.client.get(bmc, path).await.map_err(|e| {
             // A resource that vanished (the BMC was replaced or re-flashed) is looked up afresh
             // next time instead of being asked for forever.
-            if matches!(&e, RedfishError::Refused(m) if m.contains("HTTP 404"))
+            if e.status() == Some(404)
                 && let Ok(mut cache) = self.resources.lock()
                 && cache.get(bmc.ip).is_some_and(|r| r.names(path))
             {
@@ -158,110 +190,9 @@ impl RedfishManager {
             .await
             .map_err(|e| about(device, e))
     }
-
-    /// The device's resources: cached per BMC, else discovered from the service root.
-    async fn resources(&self, device: &Device) -> Result<Resources, DeviceError> {
-        let ip = bmc_ip(device)?.to_string();
-        if let Some(found) = self.resources.lock().ok().and_then(|r| r.get(&ip).cloned()) {
-            return Ok(found);
-        }
-        let found = self.discover(device).await?;
-        if let Ok(mut cache) = self.resources.lock() {
-            cache.insert(ip, found.clone());
-        }
-        Ok(found)
-    }
-
-    /// Walks root → Systems: the only member, else the one whose serial number or a NIC MAC
-    /// matches the inventory; its chassis and manager come from its links.
-    async fn discover(&self, device: &Device) -> Result<Resources, DeviceError> {
-        let root = self.get(device, "/redfish/v1/").await?;
-        let systems_path = root
-            .pointer("/Systems/@odata.id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                DeviceError::Rejected(format!(
-                    "{} {}: the BMC's service root lists no Systems",
-                    device.kind, device.name
-                ))
-            })?;
-        let candidates = members(&self.get(device, systems_path).await?);
-        let (system_path, system) = match candidates.as_slice() {
-            [] => {
-                return Err(DeviceError::Rejected(format!(
-                    "{} {}: the BMC has no system",
-                    device.kind, device.name
-                )));
-            }
-            [only] => (only.clone(), self.get(device, only).await?),
-            many => self.matching_system(device, many).await?,
-        };
-        Ok(Resources {
-            chassis: first_link(&system, "/Links/Chassis"),
-            manager: first_link(&system, "/Links/ManagedBy"),
-            update_service: root
-                .pointer("/UpdateService/@odata.id")
-                .and_then(Value::as_str)
-                .map(String::from),
-            system: system_path,
-        })
-    }
-
-    async fn matching_system(
-        &self,
-        device: &Device,
-        candidates: &[String],
-    ) -> Result<(String, Value), DeviceError> {
-        let want_mac = device.bmc_mac.as_deref().map(normal_mac);
-        for path in candidates {
-            let system = self.get(device, path).await?;
-            let serial = system.get("SerialNumber").and_then(Value::as_str);
-            if serial.is_some_and(|s| s.trim().eq_ignore_ascii_case(device.serial_number.trim())) {
-                return Ok((path.clone(), system));
-            }
-            if let Some(want) = &want_mac
-                && self
-                    .macs(device, &system)
-                    .await
-                    .unwrap_or_default()
-                    .contains(want)
-            {
-                return Ok((path.clone(), system));
-            }
-        }
-        Err(DeviceError::Rejected(format!(
-            "{} {}: none of the BMC's {} systems has serial number {} or its MAC",
-            device.kind,
-            device.name,
-            candidates.len(),
-            device.serial_number
-        )))
-    }
-
-    /// The MACs of a system's Ethernet interfaces, normalised.
-    async fn macs(&self, device: &Device, system: &Value) -> Result<Vec<String>, DeviceError> {
-        let Some(path) = system
-            .pointer("/EthernetInterfaces/@odata.id")
-            .and_then(Value::as_str)
-        else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for nic in members(&self.get(device, path).await?) {
-            let nic = self.get(device, &nic).await?;
-            for key in ["MACAddress", "PermanentMACAddress"] {
-                if let Some(mac) = nic.get(key).and_then(Value::as_str) {
-                    let mac = normal_mac(mac);
-                    if !mac.is_empty() && !out.contains(&mac) {
-                        out.push(mac);
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
 }
 
+#[async_trait]
 impl Preflight for RedfishManager {
     fn device_gap(&self, device: &Device) -> Option<String> {
         bmc_ip(device).err().map(|_| {
@@ -270,6 +201,15 @@ impl Preflight for RedfishManager {
                 device.kind, device.name
             )
         })
+    }
+
+    /// Asks the BMC (discovery and ActionInfo, both cached) whether it lists a reset type for
+    /// `op`; a BMC that does not answer now is left to the run.
+    async fn power_gap(&self, device: &Device, op: crate::components::PowerOp) -> Option<String> {
+        match self.plan(device, op).await {
+            Err(DeviceError::Unsupported(why)) => Some(why),
+            _ => None,
+        }
     }
 
     fn firmware_gap(&self, device: &Device, request: &FirmwareRequest) -> Option<String> {
@@ -301,16 +241,11 @@ impl Preflight for RedfishManager {
 
 #[async_trait]
 impl Registration for RedfishManager {
-    /// Ingest: reach the BMC, read the system's identity (its UUID, else its Id) and hand it
-    /// back as the component's external id.
+    /// Ingest: reach the BMC and hand back the tray's stable id as the component's external id:
+    /// the host system's UUID, else `chassis-serial:…`, else `bmc-mac:…`.
     async fn register(&self, device: &Device) -> Result<Option<String>, DeviceError> {
         let resources = self.resources(device).await?;
         let system = self.get(device, &resources.system).await?;
-        let id = ["UUID", "Id"]
-            .iter()
-            .find_map(|k| system.get(*k).and_then(Value::as_str))
-            .map(String::from)
-            .unwrap_or(resources.system);
-        Ok(Some(id))
+        self.tray_id(device, &resources, &system).await.map(Some)
     }
 }

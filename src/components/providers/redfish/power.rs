@@ -1,56 +1,42 @@
-//! Power through `ComputerSystem.Reset` (and `Chassis.Reset` / `Manager.Reset` for cold and
-//! warm resets), each `ResetType` checked against what the BMC lists as allowable.
+//! Power through the host system's `ComputerSystem.Reset`, `Chassis.Reset` for a cold reset
+//! and `Manager.Reset` for a BMC reset, each sending only a `ResetType` the BMC lists.
+//!
+//! As the original maps them: `power_on` → `On` (`ForceOn` only when `On` is not listed),
+//! `power_off` → `GracefulShutdown` (forced: `ForceOff`), `restart` → `GracefulRestart`
+//! (forced: `ForceRestart`), warm reset → the host's `GracefulRestart`, cold reset →
+//! `PowerCycle` of the chassis where it offers one, else of the system, and BMC reset →
+//! `Manager.Reset`, done once the BMC has gone away and answers again.
+
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::RedfishManager;
+use super::actions::Action;
 use crate::components::{Device, DeviceError, DevicePower, PowerControl, PowerOp, PowerStatus};
 
-/// A reset action of one resource: where to post it and the types the BMC allows (`None`: it
-/// lists none, which Redfish reads as "any").
-struct ResetAction {
-    target: String,
-    allowed: Option<Vec<String>>,
-}
+/// How long a BMC may take to go down after accepting `Manager.Reset`, and to come back.
+const BMC_GONE_WITHIN: Duration = Duration::from_secs(120);
+const BMC_BACK_WITHIN: Duration = Duration::from_secs(600);
+const BMC_POLL: Duration = Duration::from_secs(1);
 
-fn reset_action(resource: &Value, action: &str) -> Option<ResetAction> {
-    let a = resource.pointer(&format!("/Actions/#{action}"))?;
-    Some(ResetAction {
-        target: a.get("target")?.as_str()?.to_string(),
-        allowed: a
-            .get("ResetType@Redfish.AllowableValues")
-            .and_then(Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            }),
-    })
-}
-
-impl ResetAction {
-    fn allows(&self, kind: &str) -> bool {
-        self.allowed
-            .as_ref()
-            .is_none_or(|a| a.iter().any(|t| t == kind))
-    }
-}
-
-/// The system `ResetType` each operation sends.
-fn system_reset_type(op: PowerOp) -> &'static str {
+/// The system `ResetType`s an operation may send, the preferred first.
+pub(super) fn system_reset_types(op: PowerOp) -> &'static [&'static str] {
     match op {
-        PowerOp::On => "On",
-        PowerOp::ForceOn => "ForceOn",
-        PowerOp::Off => "GracefulShutdown",
-        PowerOp::ForceOff => "ForceOff",
-        PowerOp::Restart => "GracefulRestart",
-        PowerOp::ForceRestart => "ForceRestart",
-        PowerOp::ColdReset => "PowerCycle",
-        PowerOp::WarmReset => "GracefulRestart",
+        PowerOp::On => &["On", "ForceOn"],
+        PowerOp::ForceOn => &["ForceOn", "On"],
+        PowerOp::Off => &["GracefulShutdown"],
+        PowerOp::ForceOff => &["ForceOff"],
+        PowerOp::Restart | PowerOp::WarmReset => &["GracefulRestart"],
+        PowerOp::ForceRestart => &["ForceRestart"],
+        PowerOp::ColdReset => &["PowerCycle"],
+        PowerOp::BmcReset => &[],
     }
 }
+
+/// The manager `ResetType`s a BMC reset may send.
+const MANAGER_RESET_TYPES: &[&str] = &["GracefulRestart", "ForceRestart"];
 
 /// `PowerState` as Flow reads it: a transition counts as where it started.
 pub(super) fn power_state(system: &Value) -> DevicePower {
@@ -61,109 +47,119 @@ pub(super) fn power_state(system: &Value) -> DevicePower {
     }
 }
 
+/// What one power operation will post, decided before anything is sent.
+pub(super) struct Plan {
+    pub action: Action,
+    pub kind: &'static str,
+}
+
 impl RedfishManager {
-    fn unsupported(device: &Device, what: &str, kind: &str, action: &ResetAction) -> DeviceError {
-        DeviceError::Unsupported(format!(
-            "{} {}: the BMC does not offer {what} ResetType {kind} (it allows {})",
-            device.kind,
-            device.name,
-            action.allowed.as_deref().unwrap_or_default().join(", ")
-        ))
-    }
-
-    async fn post_reset(
-        &self,
-        device: &Device,
-        action: &ResetAction,
-        kind: Option<&str>,
-    ) -> Result<(), DeviceError> {
-        let body = kind.map_or_else(|| json!({}), |k| json!({"ResetType": k}));
-        self.post(device, &action.target, &body).await.map(|_| ())
-    }
-
-    /// Cold reset: the chassis' AC cycle when the chassis offers one, else the system's
-    /// `PowerCycle`.
-    async fn cold_reset(&self, device: &Device, system: &Value) -> Result<(), DeviceError> {
+    /// Where `op` would be posted and with which type; `unsupported` when the BMC offers no
+    /// fitting action or type (nothing is sent then).
+    pub(super) async fn plan(&self, device: &Device, op: PowerOp) -> Result<Plan, DeviceError> {
         let resources = self.resources(device).await?;
-        if let Some(path) = &resources.chassis {
+        if op == PowerOp::BmcReset {
+            let path = resources
+                .manager
+                .clone()
+                .ok_or_else(|| no_action(device, "Manager.Reset"))?;
+            let manager = self.get(device, &path).await?;
+            return self
+                .planned(device, &manager, "Manager.Reset", MANAGER_RESET_TYPES)
+                .await;
+        }
+        if op == PowerOp::ColdReset
+            && let Some(path) = &resources.chassis
+        {
             let chassis = self.get(device, path).await?;
-            if let Some(action) = reset_action(&chassis, "Chassis.Reset")
-                && action
-                    .allowed
-                    .as_ref()
-                    .is_some_and(|a| a.iter().any(|t| t == "PowerCycle"))
+            match self
+                .planned(device, &chassis, "Chassis.Reset", &["PowerCycle"])
+                .await
             {
-                return self.post_reset(device, &action, Some("PowerCycle")).await;
+                Err(DeviceError::Unsupported(_)) => {}
+                done => return done,
             }
         }
-        self.system_reset(device, system, "PowerCycle").await
+        let system = self.get(device, &resources.system).await?;
+        self.planned(
+            device,
+            &system,
+            "ComputerSystem.Reset",
+            system_reset_types(op),
+        )
+        .await
     }
 
-    /// Warm reset: the BMC (manager) restarts; host power stays as it is.
-    async fn warm_reset(&self, device: &Device) -> Result<(), DeviceError> {
-        let resources = self.resources(device).await?;
-        let no_manager = || {
-            DeviceError::Unsupported(format!(
-                "{} {}: the BMC offers no Manager.Reset for a warm reset",
-                device.kind, device.name
-            ))
-        };
-        let path = resources.manager.ok_or_else(no_manager)?;
-        let manager = self.get(device, &path).await?;
-        let action = reset_action(&manager, "Manager.Reset").ok_or_else(no_manager)?;
-        let kind = match &action.allowed {
-            None => None,
-            Some(allowed) => Some(
-                ["GracefulRestart", "ForceRestart"]
-                    .into_iter()
-                    .find(|k| allowed.iter().any(|a| a == k))
-                    .ok_or_else(|| {
-                        Self::unsupported(device, "manager", "GracefulRestart", &action)
-                    })?,
-            ),
-        };
-        self.post_reset(device, &action, kind).await
-    }
-
-    async fn system_reset(
+    async fn planned(
         &self,
         device: &Device,
-        system: &Value,
-        kind: &str,
-    ) -> Result<(), DeviceError> {
-        let action = reset_action(system, "ComputerSystem.Reset").ok_or_else(|| {
-            DeviceError::Unsupported(format!(
-                "{} {}: the BMC's system offers no ComputerSystem.Reset",
-                device.kind, device.name
-            ))
-        })?;
-        if !action.allows(kind) {
-            return Err(Self::unsupported(device, "system", kind, &action));
-        }
-        self.post_reset(device, &action, Some(kind)).await
+        resource: &Value,
+        name: &str,
+        wanted: &[&'static str],
+    ) -> Result<Plan, DeviceError> {
+        let action = self
+            .action(device, resource, name)
+            .await?
+            .ok_or_else(|| no_action(device, name))?;
+        let kind = action
+            .first_allowed(wanted)
+            .ok_or_else(|| Self::not_offered(device, name, wanted, &action))?;
+        Ok(Plan { action, kind })
     }
+
+    /// After `Manager.Reset` was accepted: waits for the BMC to stop answering, then to answer
+    /// again, each within a bound.
+    async fn wait_for_bmc_restart(&self, device: &Device) -> Result<(), DeviceError> {
+        let bmc = Self::bmc(device)?;
+        let ask = || self.client.get(bmc, "/redfish/v1/");
+        let started = tokio::time::Instant::now();
+        loop {
+            match ask().await {
+                Err(e) if e.is_silence() => break,
+                _ if started.elapsed() > BMC_GONE_WITHIN => {
+                    return Err(DeviceError::Rejected(format!(
+                        "{} {}: the BMC accepted Manager.Reset but kept answering for {:?}",
+                        device.kind, device.name, BMC_GONE_WITHIN
+                    )));
+                }
+                _ => tokio::time::sleep(BMC_POLL).await,
+            }
+        }
+        let gone = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(BMC_POLL).await;
+            match ask().await {
+                Ok(_) => return Ok(()),
+                Err(e) if gone.elapsed() > BMC_BACK_WITHIN => {
+                    return Err(super::about(device, e));
+                }
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+fn no_action(device: &Device, name: &str) -> DeviceError {
+    DeviceError::Unsupported(format!(
+        "{} {}: the BMC offers no {name}",
+        device.kind, device.name
+    ))
 }
 
 #[async_trait]
 impl PowerControl for RedfishManager {
     async fn set_power(&self, device: &Device, op: PowerOp) -> Result<(), DeviceError> {
-        let resources = self.resources(device).await?;
-        let system = self.get(device, &resources.system).await?;
-        match op {
-            PowerOp::ColdReset => self.cold_reset(device, &system).await,
-            PowerOp::WarmReset => self.warm_reset(device).await,
-            // A force-on on a BMC without ForceOn is a plain On: both end powered.
-            PowerOp::ForceOn
-                if reset_action(&system, "ComputerSystem.Reset")
-                    .is_some_and(|a| !a.allows("ForceOn")) =>
-            {
-                self.system_reset(device, &system, "On").await
-            }
-            _ => {
-                self.system_reset(device, &system, system_reset_type(op))
-                    .await
-            }
+        let plan = self.plan(device, op).await?;
+        self.post(
+            device,
+            &plan.action.target,
+            &json!({"ResetType": plan.kind}),
+        )
+        .await?;
+        if op == PowerOp::BmcReset {
+            self.wait_for_bmc_restart(device).await?;
         }
+        Ok(())
     }
 }
 
@@ -181,13 +177,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_operation_maps_to_its_reset_type() {
-        assert_eq!(system_reset_type(PowerOp::On), "On");
-        assert_eq!(system_reset_type(PowerOp::Off), "GracefulShutdown");
-        assert_eq!(system_reset_type(PowerOp::ForceOff), "ForceOff");
-        assert_eq!(system_reset_type(PowerOp::Restart), "GracefulRestart");
-        assert_eq!(system_reset_type(PowerOp::ForceRestart), "ForceRestart");
-        assert_eq!(system_reset_type(PowerOp::ColdReset), "PowerCycle");
+    fn each_operation_maps_to_its_reset_types() {
+        assert_eq!(system_reset_types(PowerOp::On), ["On", "ForceOn"]);
+        assert_eq!(system_reset_types(PowerOp::Off), ["GracefulShutdown"]);
+        assert_eq!(system_reset_types(PowerOp::ForceOff), ["ForceOff"]);
+        assert_eq!(system_reset_types(PowerOp::Restart), ["GracefulRestart"]);
+        assert_eq!(system_reset_types(PowerOp::WarmReset), ["GracefulRestart"]);
+        assert_eq!(system_reset_types(PowerOp::ForceRestart), ["ForceRestart"]);
+        assert_eq!(system_reset_types(PowerOp::ColdReset), ["PowerCycle"]);
     }
 
     #[test]
