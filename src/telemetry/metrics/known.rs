@@ -14,6 +14,8 @@ pub const TASK_END_STATUSES: &[&str] = &["succeeded", "failed", "cancelled"];
 pub const SCHEDULE_OUTCOMES: &[&str] = &["created", "skipped", "failed", "pending", "deferred"];
 /// The calls `flow_temporal_client_errors_total` counts failures of.
 pub const TEMPORAL_CALLS: &[&str] = &["start", "cancel", "state", "ping"];
+/// The reasons `flow_auth_failures_total` counts.
+pub const AUTH_FAILURE_REASONS: &[&str] = &["missing", "invalid", "expired", "sign_in"];
 /// The outcomes of `flow_device_calls_total`.
 pub const DEVICE_OUTCOMES: &[&str] = &["ok", "unreachable", "rejected", "unsupported"];
 
@@ -31,6 +33,9 @@ pub(super) fn create(m: &Metrics) {
     }
     for call in TEMPORAL_CALLS {
         m.temporal_errors.with_label_values(&[*call]);
+    }
+    for reason in AUTH_FAILURE_REASONS {
+        m.auth_failures.with_label_values(&[*reason]);
     }
 }
 
