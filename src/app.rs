@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::drift::observe::Observer;
 use crate::inventory::batch::SerialLookups;
 use crate::rollouts::RolloutService;
+use crate::schedules::ScheduleService;
 use crate::tasks::TaskService;
 
 /// What this process's Temporal worker is doing, for `/readyz`.
@@ -63,6 +64,8 @@ pub struct AppInner {
     pub config: Config,
     pub clock: Arc<dyn Clock>,
     pub tasks: Arc<TaskService>,
+    /// Schedule definitions, their scope and runs; the API, the console and the dispatcher share it.
+    pub schedules: Arc<ScheduleService>,
     /// Fleet rollouts (their runs start on the task engine's Temporal, when it has one).
     pub rollouts: Arc<RolloutService>,
     /// Asks the component managers what they see (validation).
@@ -99,6 +102,15 @@ impl AppState {
 
     pub fn rollouts(&self) -> &RolloutService {
         &self.0.rollouts
+    }
+
+    pub fn schedules(&self) -> &ScheduleService {
+        &self.0.schedules
+    }
+
+    /// The shared schedule service, for the dispatcher.
+    pub fn schedule_service(&self) -> Arc<ScheduleService> {
+        self.0.schedules.clone()
     }
 
     /// The shared task service, for the worker's activities.

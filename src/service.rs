@@ -40,7 +40,8 @@ pub async fn run(
     roles: Roles,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    crate::auth::check_at_start(&config).map_err(|e| Error::invalid("FLOW_JWT_JWKS_FILE", e))?;
+    crate::auth::check_at_start(&config.auth)
+        .map_err(|e| Error::invalid("FLOW_JWT_JWKS_FILE", e))?;
     let mut options = db::DbOptions::new(config.database.url.expose());
     options.acquire_timeout = config.database.acquire_timeout;
     let conn = db::connect(&options).await?;
@@ -49,8 +50,13 @@ pub async fn run(
     }
     // Built in every role: the API validates against the managers too. Nothing connects yet.
     let registry = Arc::new(
-        Registry::from_config(&config, sim_from_config(&config))
-            .map_err(|e| Error::invalid("FLOW_COMPONENT_MANAGERS", e))?,
+        Registry::from_config(
+            &config.components.managers,
+            &config.redfish,
+            &config.psm,
+            sim_from_config(&config.sim),
+        )
+        .map_err(|e| Error::invalid("FLOW_COMPONENT_MANAGERS", e))?,
     );
     watch_sighup(registry.clone());
     let holder = format!("{}-{}", hostname(), std::process::id());
@@ -107,7 +113,7 @@ pub async fn run(
     let drift = start_drift_sync(&config, &app, &holder);
     // Every worker process dispatches schedules; the claim in the database makes each fire
     // happen once however many run.
-    let schedules = Arc::new(app.schedules());
+    let schedules = app.schedules();
     let dispatcher = tokio::spawn(dispatch_loop(
         schedules.clone(),
         holder.clone(),

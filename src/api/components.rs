@@ -16,10 +16,10 @@ use super::schema::component::{
     ComponentDoc, ComponentInput, ComponentPatchInput, ComponentWithRackDoc,
 };
 use crate::app::AppState;
+use crate::db::page::PageRequest;
 use crate::error::{Error, Violations};
 use crate::inventory::components::{self, ComponentFilter};
 use crate::inventory::model::{Component, ComponentType, MacAddress};
-use crate::inventory::query::PageRequest;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

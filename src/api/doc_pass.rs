@@ -11,7 +11,7 @@ mod responses;
 
 use serde_json::{Map, Value, json};
 
-/// Page size bounds the list endpoints enforce (`inventory::query::PageRequest`).
+/// Page size bounds the list endpoints enforce (`db::page::PageRequest`).
 pub const LIMIT_MIN: u64 = 1;
 pub const LIMIT_MAX: u64 = 1000;
 pub const LIMIT_DEFAULT: u64 = 100;

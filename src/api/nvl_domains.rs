@@ -15,9 +15,9 @@ use super::schema::common::{ListResponse, required_text};
 use super::schema::nvl::{AttachRacksRequest, CreateNvlDomainRequest, NvlDomainDoc};
 use super::schema::rack::RackDoc;
 use crate::app::AppState;
+use crate::db::page::PageRequest;
 use crate::error::Violations;
 use crate::inventory::nvl;
-use crate::inventory::query::PageRequest;
 use crate::inventory::racks::{self, RackFilter};
 
 pub fn routes() -> OpenApiRouter<AppState> {

@@ -14,7 +14,7 @@ use super::problem::{ApiResult, Problem};
 use super::schema::common::ListResponse;
 use super::schema::rack::{CreateRackRequest, RackDoc, RackPatchInput, RackPatchResponse};
 use crate::app::AppState;
-use crate::inventory::query::PageRequest;
+use crate::db::page::PageRequest;
 use crate::inventory::racks::{self, RackFilter};
 
 pub fn routes() -> OpenApiRouter<AppState> {

@@ -20,10 +20,10 @@ use super::schema::schedule_view::{
     ConflictsDoc, RunDoc, RunListDoc, ScheduleDoc, ScopeDoc, ScopeListDoc,
 };
 use crate::app::AppState;
+use crate::db::page::PageRequest;
 use crate::domain::operation::RackRef;
 use crate::error::{Error, Violations};
 use crate::ids::ScheduleId;
-use crate::inventory::query::PageRequest;
 use crate::schedules::ScheduleService;
 use crate::schedules::service::SchedulePatch;
 use crate::schedules::store::{self, ScheduleFilter};
@@ -39,10 +39,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list_schedule_scope, add_schedule_scope))
         .routes(routes!(remove_schedule_scope))
         .routes(routes!(check_schedule_conflicts))
-}
-
-fn service(state: &AppState) -> ScheduleService {
-    ScheduleService::new(state.db().clone(), state.task_service(), state.clock())
 }
 
 /// The schedule as answered on its own: with its latest run.
@@ -74,7 +70,7 @@ pub async fn create_schedule(
     Json(body): Json<CreateScheduleRequest>,
 ) -> ApiResult<Response> {
     let new = body.to_domain()?;
-    let (schedule, _) = service(&state).create(new).await?;
+    let (schedule, _) = state.schedules().create(new).await?;
     let location = format!("/v1/task-schedules/{}", schedule.id);
     Ok(with_location(
         (StatusCode::CREATED, axum::Json(ScheduleDoc::from(schedule))),
@@ -131,9 +127,9 @@ pub async fn get_schedule(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<ScheduleDoc>> {
-    let service = service(&state);
+    let service = state.schedules();
     let schedule = service.get(id_of(&id)?).await?;
-    answer(&service, schedule).await
+    answer(service, schedule).await
 }
 
 /// Change a task schedule
@@ -169,9 +165,9 @@ pub async fn update_schedule(
         timer: body.spec.as_ref().map(|s| s.to_domain()),
         overlap: body.overlap_policy.map(Into::into),
     };
-    let service = service(&state);
+    let service = state.schedules();
     let schedule = service.update(id, patch).await?;
-    answer(&service, schedule).await
+    answer(service, schedule).await
 }
 
 /// Delete a task schedule
@@ -188,7 +184,7 @@ pub async fn delete_schedule(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    service(&state).delete(id_of(&id)?).await?;
+    state.schedules().delete(id_of(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -205,9 +201,9 @@ pub async fn pause_schedule(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<ScheduleDoc>> {
-    let service = service(&state);
+    let service = state.schedules();
     let schedule = service.pause(id_of(&id)?).await?;
-    answer(&service, schedule).await
+    answer(service, schedule).await
 }
 
 /// Resume a task schedule
@@ -224,9 +220,9 @@ pub async fn resume_schedule(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<ScheduleDoc>> {
-    let service = service(&state);
+    let service = state.schedules();
     let schedule = service.resume(id_of(&id)?).await?;
-    answer(&service, schedule).await
+    answer(service, schedule).await
 }
 
 /// Fire a task schedule now
@@ -243,7 +239,7 @@ pub async fn trigger_schedule(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, axum::Json<RunDoc>)> {
-    let run = service(&state).trigger(id_of(&id)?).await?;
+    let run = state.schedules().trigger(id_of(&id)?).await?;
     Ok((StatusCode::ACCEPTED, axum::Json(run.into())))
 }
 
@@ -275,7 +271,7 @@ pub async fn list_schedule_runs(
     if !(1..=1000).contains(&limit) {
         return Err(Error::invalid("limit", "must be between 1 and 1000").into());
     }
-    let runs = service(&state).runs(id_of(&id)?, limit).await?;
+    let runs = state.schedules().runs(id_of(&id)?, limit).await?;
     Ok(axum::Json(RunListDoc {
         items: runs.into_iter().map(Into::into).collect(),
     }))
@@ -294,7 +290,7 @@ pub async fn list_schedule_scope(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<ScopeListDoc>> {
-    let scopes = service(&state).scopes(id_of(&id)?).await?;
+    let scopes = state.schedules().scopes(id_of(&id)?).await?;
     Ok(axum::Json(ScopeListDoc {
         items: scopes.into_iter().map(ScopeDoc::from).collect(),
     }))
@@ -321,7 +317,7 @@ pub async fn add_schedule_scope(
     let mut v = Violations::default();
     let targets = rack_targets(&body.target_spec, &mut v);
     v.finish()?;
-    let scopes = service(&state).add_scope(id, &targets).await?;
+    let scopes = state.schedules().add_scope(id, &targets).await?;
     Ok(axum::Json(ScopeListDoc {
         items: scopes.into_iter().map(ScopeDoc::from).collect(),
     }))
@@ -347,7 +343,7 @@ pub async fn remove_schedule_scope(
         Ok(rack_id) => RackRef::Id(rack_id),
         Err(_) => RackRef::Name(rack),
     };
-    service(&state).remove_scope(id_of(&id)?, &rack).await?;
+    state.schedules().remove_scope(id_of(&id)?, &rack).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -370,7 +366,8 @@ pub async fn check_schedule_conflicts(
     let template = body.operation.to_domain(&mut v);
     let targets = rack_targets(&body.target_spec, &mut v);
     v.finish()?;
-    let conflicts = service(&state)
+    let conflicts = state
+        .schedules()
         .conflicts(
             &template.operation,
             &targets,

@@ -18,8 +18,7 @@ use super::schema::common::ListResponse;
 use super::schema::task::TaskDoc;
 use crate::app::AppState;
 use crate::domain::code::OperationCode;
-use crate::error::{Error, Result, Violations};
-use crate::inventory::query::DEFAULT_LIMIT;
+use crate::error::{Result, Violations};
 use crate::tasks::model::TaskStatus;
 use crate::tasks::report;
 use crate::tasks::store::{self, TaskFilter};
@@ -119,10 +118,7 @@ async fn list(
     q: &ListTasksQuery,
 ) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
     let filter = q.filter()?;
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=crate::inventory::query::MAX_LIMIT).contains(&limit) {
-        return Err(Error::invalid("limit", "must be between 1 and 1000").into());
-    }
+    let limit = crate::db::page::checked_limit(q.limit)?;
     let page = store::list(state.db(), &filter, limit, q.cursor.as_deref()).await?;
     Ok(axum::Json(ListResponse::from_page(page)))
 }

@@ -13,10 +13,10 @@ use super::problem::{ApiResult, Problem};
 use super::schema::common::{ComponentTypeDoc, ListResponse};
 use super::schema::drift::{DiffKindDoc, DriftDoc, ValidationDoc, ValidationRequest};
 use crate::app::AppState;
+use crate::db::page::PageRequest;
 use crate::drift::store::{self, DriftFilter};
 use crate::drift::{expected, validate};
 use crate::error::Error;
-use crate::inventory::query::PageRequest;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -79,13 +79,9 @@ impl App {
         }
     }
 
-    /// The schedule service the dispatcher drives.
-    pub fn schedules(&self) -> ScheduleService {
-        ScheduleService::new(
-            self.state.db().clone(),
-            self.state.task_service(),
-            self.state.clock(),
-        )
+    /// The schedule service the dispatcher drives (the one in [`AppState`]).
+    pub fn schedules(&self) -> Arc<ScheduleService> {
+        self.state.schedule_service()
     }
 
     /// A drift-sync runner whose lease lasts `lease_ttl`, asking the managers within the
@@ -153,14 +149,20 @@ impl AppBuilder {
             rollout_engine,
             clock.clone(),
         ));
+        let schedules = Arc::new(ScheduleService::new(
+            db.clone(),
+            tasks.clone(),
+            clock.clone(),
+        ));
         let observer = Observer::new(registry.clone(), config.components.observe_timeout);
         let state = AppState(Arc::new(AppInner {
-            auth: Authenticator::new(&config, db.clone(), clock.clone()),
+            auth: Authenticator::new(&config.auth, db.clone(), clock.clone()),
             lookups: SerialLookups::new(db.clone(), config.database.lookup_batching),
             db,
             config,
             clock,
             tasks,
+            schedules,
             rollouts,
             observer,
             draining: watch::channel(false).0,

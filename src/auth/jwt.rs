@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::jwks::{self, Key, KeyHealth, KeySource, RemoteKeys};
 use super::{AuthError, Identity, Role};
-use crate::config::Config;
+use crate::config::Jwt;
 pub use crate::config::parse_role_map;
 
 /// Clock skew tolerated between Flow and the identity provider.
@@ -29,9 +29,8 @@ pub struct JwtVerifier {
 }
 
 impl JwtVerifier {
-    /// From validated configuration (`Config::validate` checked every `FLOW_JWT_*` value).
-    pub fn from_config(config: &Config) -> Self {
-        let config = &config.auth.jwt;
+    /// From its validated section (`Config::validate` checked every `FLOW_JWT_*` value).
+    pub fn from_config(config: &Jwt) -> Self {
         let keys = if let Some(url) = &config.jwks_url {
             KeySource::Remote(RemoteKeys::new(url.to_string()))
         } else {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use sea_orm::DatabaseConnection;
 
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config;
 pub use crate::config::Modes;
 pub use crate::domain::Role;
 
@@ -78,11 +78,11 @@ pub enum AuthError {
 /// What `flow serve` and `flow worker` check of the JWT settings before they start: a JWKS file
 /// that cannot be read or parsed is an error (not a 503 on every JWT later), and a JWKS URL
 /// over plain `http://` is warned about (keys fetched that way can be replaced in transit).
-pub fn check_at_start(config: &Config) -> Result<(), String> {
-    if !config.auth_modes().is_some_and(|m| m.jwt) {
+pub fn check_at_start(config: &config::Auth) -> Result<(), String> {
+    if !config.modes().is_some_and(|m| m.jwt) {
         return Ok(());
     }
-    let jwt = &config.auth.jwt;
+    let jwt = &config.jwt;
     if let Some(url) = &jwt.jwks_url
         && url.scheme() == "http"
     {
@@ -113,12 +113,14 @@ impl fmt::Debug for Authenticator {
 impl Authenticator {
     /// From the configuration; an unset `FLOW_AUTH` means `none` here (library use and tests),
     /// `flow serve` and `flow worker` refuse it before they get this far.
-    pub fn new(config: &Config, db: DatabaseConnection, clock: Arc<dyn Clock>) -> Self {
-        let modes = config.auth_modes().unwrap_or(Modes {
+    pub fn new(config: &config::Auth, db: DatabaseConnection, clock: Arc<dyn Clock>) -> Self {
+        let modes = config.modes().unwrap_or(Modes {
             jwt: false,
             token: false,
         });
-        let jwt = modes.jwt.then(|| jwt::JwtVerifier::from_config(config));
+        let jwt = modes
+            .jwt
+            .then(|| jwt::JwtVerifier::from_config(&config.jwt));
         Self {
             modes,
             jwt,

@@ -9,7 +9,7 @@ use crate::components::metered::metered;
 use crate::components::providers::{
     Providers, PsmManager, PsmSettings, PsmTls, RedfishManager, RedfishSetup, SimConfig, SimDevices,
 };
-use crate::config::{Config, Managers};
+use crate::config::{self, Managers};
 pub use crate::config::{ProviderKind, parse_spec};
 use crate::domain::ComponentType;
 
@@ -67,8 +67,12 @@ impl Registry {
 
     /// The registry `FLOW_COMPONENT_MANAGERS`, `FLOW_PSM_URL` and `FLOW_PSM_TIMEOUT_SECS` describe,
     /// with `sim` entries on the given simulator (see [`sim_from_config`]).
-    pub fn from_config(config: &Config, sim: Arc<SimDevices>) -> Result<Self, String> {
-        let (bmc, managers) = (&config.redfish, &config.components.managers);
+    pub fn from_config(
+        managers: &Managers,
+        bmc: &config::Redfish,
+        psm: &config::Psm,
+        sim: Arc<SimDevices>,
+    ) -> Result<Self, String> {
         let redfish = RedfishSetup {
             client: RedfishSettings {
                 scheme: bmc.scheme.clone(),
@@ -101,14 +105,14 @@ impl Registry {
         let providers = Providers {
             sim,
             psm: PsmSettings {
-                url: config.psm.url.clone(),
-                timeout: config.psm.timeout,
+                url: psm.url.clone(),
+                timeout: psm.timeout,
                 pmc_credentials: None,
                 logins,
                 tls: PsmTls {
-                    ca_file: config.psm.ca_file.clone(),
-                    client_cert_file: config.psm.client_cert_file.clone(),
-                    client_key_file: config.psm.client_key_file.clone(),
+                    ca_file: psm.ca_file.clone(),
+                    client_cert_file: psm.client_cert_file.clone(),
+                    client_key_file: psm.client_key_file.clone(),
                 },
             },
             redfish,
@@ -159,7 +163,7 @@ impl Registry {
 
 /// The simulator the `FLOW_SIM_*` settings describe, to share between the registry and whatever
 /// inspects it.
-pub fn sim_from_config(config: &Config) -> Arc<SimDevices> {
+pub fn sim_from_config(config: &config::Sim) -> Arc<SimDevices> {
     Arc::new(SimDevices::new(SimConfig::from_config(config)))
 }
 

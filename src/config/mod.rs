@@ -123,7 +123,14 @@ impl Config {
 
     /// The parsed `FLOW_AUTH`, or `None` while it is unset.
     pub fn auth_modes(&self) -> Option<Modes> {
-        Modes::parse(&self.auth.mode).filter(|_| !self.auth.mode.is_empty())
+        self.auth.modes()
+    }
+}
+
+impl Auth {
+    /// `FLOW_AUTH` as modes; `None` when unset (or not one `Config::validate` accepts).
+    pub fn modes(&self) -> Option<Modes> {
+        Modes::parse(&self.mode).filter(|_| !self.mode.is_empty())
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod entities;
 pub mod lease;
+pub mod page;
 
 use std::time::Duration;
 

@@ -15,9 +15,9 @@ use super::compare::Sighting;
 use super::{Diff, DiffKind, FieldDiff};
 use crate::components::DevicePower;
 use crate::db::entities::{component_drifts as drifts, components};
+use crate::db::page::{Cursor, Page, PageRequest, keyset_rows};
 use crate::domain::{ComponentType, PowerState};
 use crate::error::{Error, Result};
-use crate::inventory::query::{Cursor, Page, PageRequest, keyset_rows};
 
 /// A recorded difference, as the last sync of its source left it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use super::batch::SerialLookups;
 use super::live::{component_for_write, rack_ids_named, rack_row};
 use super::lookup::{self, COMPONENT_BY_SERIAL, Key, lookup_component};
 use super::model::{Component, ComponentType, NewComponent, Rack};
-use super::query::{Cursor, Page, PageRequest, keyset_rows, manufacturer_key, with_text_filters};
+use super::query::{manufacturer_key, with_text_filters};
 use super::revision::ensure_one;
 use super::rows::{rack_from_row, with_bmcs};
 use super::uniqueness::{Candidate, ensure_unique};
@@ -18,6 +18,7 @@ use super::writes::{
     ensure_room, ensure_soft_deleted, insert_all, record_purge, soft_delete_where,
 };
 use crate::db::entities::{bmcs, components};
+use crate::db::page::{Cursor, Page, PageRequest, keyset_rows};
 use crate::error::{Error, Result};
 use crate::ids::{ComponentId, RackId};
 

@@ -8,12 +8,13 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::live::{domain_row, resolve_rack};
-use super::query::{Cursor, Page, PageRequest, keyset_rows, text_matches};
+use super::query::text_matches;
 use super::revision::ensure_one;
 use super::uniqueness::{
     DomainSlot, attached_elsewhere, domain_slot, ensure_attachable, on_unique,
 };
 use crate::db::entities::{nvl_domains, racks as rack_rows};
+use crate::db::page::{Cursor, Page, PageRequest, keyset_rows};
 use crate::error::{Error, FieldError, Result};
 use crate::ids::NvlDomainId;
 

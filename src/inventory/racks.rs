@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::live::{domain_row, rack_for_write, rack_row};
 use super::merge::merge_components;
 use super::model::{Change, NewComponent, NewRack, PatchReport, Rack, RackPatch};
-use super::query::{Cursor, Page, PageRequest, keyset_rows, manufacturer_key, with_text_filters};
+use super::query::{manufacturer_key, with_text_filters};
 use super::revision::cas_failed;
 use super::rows::{attach_components, rack_from_row};
 use super::uniqueness::{Candidate, ensure_new_rack_unique, ensure_rack_name_free, on_unique};
@@ -17,6 +17,7 @@ use super::writes::{
     ensure_room, ensure_soft_deleted, insert_all, rack_as_stored, record_purge, soft_delete_where,
 };
 use crate::db::entities::{components, racks};
+use crate::db::page::{Cursor, Page, PageRequest, keyset_rows};
 use crate::error::{Error, Result};
 use crate::ids::RackId;
 

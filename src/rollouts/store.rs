@@ -8,9 +8,10 @@ use sea_orm::{
 
 use super::model::{Rollout, RolloutStatus};
 use crate::db::entities::rollouts;
+use crate::db::page::{Cursor, Page, PageRequest};
 use crate::error::{Error, Result};
 use crate::ids::RolloutId;
-use crate::inventory::query::{Cursor, Page, PageRequest, text_matches};
+use crate::inventory::query::text_matches;
 
 fn corrupt(what: &str, id: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
     Error::Internal(format!("rollout {id}: stored {what} unreadable: {e}"))

@@ -14,9 +14,9 @@ use super::model::{
 };
 use crate::db::entities::task_schedules as schedules;
 use crate::db::entities::{task_schedule_runs as runs, task_schedule_scopes as scopes};
+use crate::db::page::{Cursor, Page, PageRequest};
 use crate::error::{Code, Error, Result};
 use crate::ids::{RackId, ScheduleId, TaskId};
-use crate::inventory::query::{Cursor, Page, PageRequest};
 
 fn corrupt(what: &str, id: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
     Error::Internal(format!("schedule {id}: stored {what} unreadable: {e}"))

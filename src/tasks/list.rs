@@ -1,22 +1,20 @@
 //! The task list: filters and newest-first keyset pages.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    QuerySelect, Select,
 };
 use uuid::Uuid;
 
 use super::model::{Task, TaskStatus};
 use super::store::task_from_row;
 use crate::db::entities::{task_steps, tasks};
+use crate::db::page::{Page, decode_key, encode_key};
 use crate::domain::code::OperationCode;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids::{ComponentId, OperationRequestId, RackId};
-use crate::inventory::query::Page;
 
 /// Filters of the task list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,24 +26,36 @@ pub struct TaskFilter {
     pub request_id: Option<OperationRequestId>,
 }
 
-/// Keyset position in the newest-first task order.
-fn encode_cursor(task: &Task) -> String {
-    URL_SAFE_NO_PAD.encode(serde_json::json!([task.created_at, task.id]).to_string())
-}
-
-fn decode_cursor(token: &str) -> Result<(DateTime<Utc>, Uuid)> {
-    let bad = || Error::invalid("cursor", "not a cursor returned by this API");
-    let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
-    serde_json::from_slice(&bytes).map_err(|_| bad())
-}
-
-/// One page of tasks, newest first.
+/// One page of tasks, newest first; the cursor is the last task's `(created_at, id)`.
 pub async fn list(
     db: &impl ConnectionTrait,
     filter: &TaskFilter,
     limit: u64,
     cursor: Option<&str>,
 ) -> Result<Page<Task>> {
+    let mut query = filtered(filter);
+    let total = query.clone().count(db).await?;
+    if let Some((at, id)) = cursor
+        .filter(|c| !c.is_empty())
+        .map(decode_key)
+        .transpose()?
+    {
+        query = query.filter(older_than(at, id));
+    }
+    let rows = query
+        .order_by_desc(tasks::Column::CreatedAt)
+        .order_by_desc(tasks::Column::Id)
+        .limit(limit + 1)
+        .all(db)
+        .await?;
+    let items: Vec<Task> = rows.into_iter().map(task_from_row).collect::<Result<_>>()?;
+    Ok(Page::from_rows_by(items, limit, total, |task| {
+        encode_key(&(task.created_at, task.id))
+    }))
+}
+
+/// The task rows the filter selects, in no order yet.
+fn filtered(filter: &TaskFilter) -> Select<tasks::Entity> {
     let mut query = tasks::Entity::find();
     if let Some(rack) = filter.rack_id {
         query = query.filter(tasks::Column::RackId.eq(rack));
@@ -61,57 +71,36 @@ pub async fn list(
         query = query.filter(tasks::Column::Operation.eq(op.as_str()));
     }
     if let Some(component) = filter.component_id {
-        // Steps index every component a dispatched task drives; waiting tasks have no steps yet,
-        // so their component list is matched as text (a UUID cannot occur by accident).
-        let by_step = sea_orm::sea_query::Query::select()
-            .column(task_steps::Column::TaskId)
-            .from(task_steps::Entity)
-            .and_where(Expr::col(task_steps::Column::ComponentId).eq(component))
-            .to_owned();
-        let as_text = Expr::col(tasks::Column::Components)
-            .cast_as("text")
-            .like(format!("%{component}%"));
-        query = query.filter(
-            Condition::any()
-                .add(tasks::Column::Id.in_subquery(by_step))
-                .add(as_text),
-        );
+        query = query.filter(drives(component));
     }
-    let total = query.clone().count(db).await?;
-    if let Some((at, id)) = cursor
-        .filter(|c| !c.is_empty())
-        .map(decode_cursor)
-        .transpose()?
-    {
-        // The `created_at <= cursor` bound lets the index seek to the cursor (see `after_cursor`).
-        query = query.filter(
-            Condition::all().add(tasks::Column::CreatedAt.lte(at)).add(
-                Condition::any().add(tasks::Column::CreatedAt.lt(at)).add(
-                    Condition::all()
-                        .add(tasks::Column::CreatedAt.eq(at))
-                        .add(tasks::Column::Id.lt(id)),
-                ),
-            ),
-        );
-    }
-    let rows = query
-        .order_by_desc(tasks::Column::CreatedAt)
-        .order_by_desc(tasks::Column::Id)
-        .limit(limit + 1)
-        .all(db)
-        .await?;
-    // One row past the page only tells whether another page follows.
-    let more = rows.len() as u64 > limit;
-    let mut items: Vec<Task> = rows.into_iter().map(task_from_row).collect::<Result<_>>()?;
-    items.truncate(limit as usize);
-    let next_cursor = if more {
-        items.last().map(encode_cursor)
-    } else {
-        None
-    };
-    Ok(Page {
-        items,
-        next_cursor,
-        total,
-    })
+    query
+}
+
+/// Tasks that drive the component. Steps index every component a dispatched task drives;
+/// waiting tasks have no steps yet, so their component list is matched as text (a UUID cannot
+/// occur by accident).
+fn drives(component: ComponentId) -> Condition {
+    let by_step = sea_orm::sea_query::Query::select()
+        .column(task_steps::Column::TaskId)
+        .from(task_steps::Entity)
+        .and_where(Expr::col(task_steps::Column::ComponentId).eq(component))
+        .to_owned();
+    let as_text = Expr::col(tasks::Column::Components)
+        .cast_as("text")
+        .like(format!("%{component}%"));
+    Condition::any()
+        .add(tasks::Column::Id.in_subquery(by_step))
+        .add(as_text)
+}
+
+/// Tasks after the cursor in the newest-first order. The leading `created_at <= cursor` bound
+/// is implied by the rest, but only it lets the index seek to the cursor.
+fn older_than(at: DateTime<Utc>, id: Uuid) -> Condition {
+    Condition::all().add(tasks::Column::CreatedAt.lte(at)).add(
+        Condition::any().add(tasks::Column::CreatedAt.lt(at)).add(
+            Condition::all()
+                .add(tasks::Column::CreatedAt.eq(at))
+                .add(tasks::Column::Id.lt(id)),
+        ),
+    )
 }

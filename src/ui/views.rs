@@ -17,7 +17,6 @@ use crate::api::schema::rule::RuleDoc;
 use crate::api::validation::ListDriftQuery;
 use crate::app::AppState;
 use crate::error::Code;
-use crate::schedules::service::ScheduleService;
 
 const DIFF_KINDS: [&str; 4] = ["missing", "unexpected", "mismatch", "unreachable"];
 const TYPES: [&str; 6] = [
@@ -139,7 +138,7 @@ pub async fn schedule_action(
 ) -> UiResult {
     viewer.require(Action::ControlSchedule)?;
     let id = uuid_param("id", &id)?;
-    let service = ScheduleService::new(state.db().clone(), state.task_service(), state.clock());
+    let service = state.schedules();
     match action.as_str() {
         "pause" => drop(service.pause(id.into()).await?),
         "resume" => drop(service.resume(id.into()).await?),

@@ -5,11 +5,11 @@ use std::net::IpAddr;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
+use crate::db::page::Page;
 use crate::error::Violations;
 use crate::inventory::model::{
     Bmc, BmcType, ComponentType, Location, MacAddress, NewBmc, Position, PowerState,
 };
-use crate::inventory::query::Page;
 
 /// Component type. Input also accepts any case, the original proto names
 /// (`COMPONENT_TYPE_COMPUTE`) and aliases such as `power-shelf`.

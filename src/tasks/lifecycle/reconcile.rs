@@ -3,13 +3,13 @@
 
 use std::collections::HashSet;
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 
 use crate::db::lease;
 use crate::error::Result;
 use crate::ids::RackId;
 use crate::tasks::engine::{RunState, engine_error};
-use crate::tasks::model::TaskStatus;
+use crate::tasks::model::{Task, TaskStatus};
 use crate::tasks::{TaskService, store};
 
 /// The lease the reconciler runs under, one process at a time.
@@ -38,39 +38,17 @@ impl TaskService {
             store::with_status(&self.db, &[TaskStatus::Pending, TaskStatus::Running], 500).await?
         {
             let state = self.engine.state(task.id).await.map_err(engine_error)?;
-            let outcome = match state {
-                Some(RunState::Running) => None,
-                Some(RunState::Completed) => Some((
-                    TaskStatus::Succeeded,
-                    "succeeded (reconciled: the run completed)",
-                )),
-                Some(RunState::Failed) => {
-                    Some((TaskStatus::Failed, "failed (reconciled: the run failed)"))
-                }
-                Some(RunState::TimedOut) => {
-                    Some((TaskStatus::Failed, "failed (reconciled: the run timed out)"))
-                }
-                Some(RunState::Terminated) => Some((
-                    TaskStatus::Failed,
-                    "failed (reconciled: the run was terminated)",
-                )),
-                Some(RunState::Cancelled) => {
-                    Some((TaskStatus::Cancelled, "cancelled (reconciled)"))
-                }
-                None if task.updated_at < stale && task.status == TaskStatus::Pending => {
+            match verdict(state, &task, stale) {
+                Verdict::Keep => {}
+                Verdict::Dispatch => {
                     // Created, but the process died before the run started: start it now.
                     self.dispatch(&task).await?;
                     fixed += 1;
-                    None
                 }
-                None if task.updated_at < stale => {
-                    Some((TaskStatus::Failed, "failed (reconciled: no run exists)"))
+                Verdict::Finish(status, message) => {
+                    self.finish(task.id, status, message).await?;
+                    fixed += 1;
                 }
-                None => None,
-            };
-            if let Some((status, message)) = outcome {
-                self.finish(task.id, status, message).await?;
-                fixed += 1;
             }
         }
         let racks: HashSet<RackId> = store::with_status(&self.db, &[TaskStatus::Waiting], 1000)
@@ -87,5 +65,42 @@ impl TaskService {
     /// Gives up the reconciler lease (on shutdown).
     pub async fn release(&self, holder: &str) -> Result<()> {
         lease::release(&self.db, RECONCILER_LEASE, holder).await
+    }
+}
+
+/// What reconciling does with one pending or running task.
+enum Verdict {
+    /// Its row and its run agree (or it is too young to judge).
+    Keep,
+    /// No run exists for a pending task: start one.
+    Dispatch,
+    /// The run ended: record how.
+    Finish(TaskStatus, &'static str),
+}
+
+/// The task's row against its run's state; a task without a run is judged only once it has
+/// been unchanged since `stale`.
+fn verdict(state: Option<RunState>, task: &Task, stale: DateTime<Utc>) -> Verdict {
+    use Verdict::{Dispatch, Finish, Keep};
+    match state {
+        Some(RunState::Running) => Keep,
+        Some(RunState::Completed) => Finish(
+            TaskStatus::Succeeded,
+            "succeeded (reconciled: the run completed)",
+        ),
+        Some(RunState::Failed) => Finish(TaskStatus::Failed, "failed (reconciled: the run failed)"),
+        Some(RunState::TimedOut) => {
+            Finish(TaskStatus::Failed, "failed (reconciled: the run timed out)")
+        }
+        Some(RunState::Terminated) => Finish(
+            TaskStatus::Failed,
+            "failed (reconciled: the run was terminated)",
+        ),
+        Some(RunState::Cancelled) => Finish(TaskStatus::Cancelled, "cancelled (reconciled)"),
+        None if task.updated_at < stale && task.status == TaskStatus::Pending => Dispatch,
+        None if task.updated_at < stale => {
+            Finish(TaskStatus::Failed, "failed (reconciled: no run exists)")
+        }
+        None => Keep,
     }
 }

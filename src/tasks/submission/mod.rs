@@ -15,6 +15,7 @@ pub mod preview;
 mod refusal;
 mod withdraw;
 
+use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
@@ -189,24 +190,7 @@ impl TaskService {
                 (TaskStatus::Waiting, message, Some(expires))
             }
         };
-        let task = Task {
-            id: TaskId::new(),
-            request_id,
-            operation: spec.operation.clone(),
-            rack_id: rack.rack_id,
-            components: TaskComponent::of(&rack.devices),
-            description: spec.description.clone(),
-            conflict_strategy: spec.conflict_strategy,
-            status,
-            message,
-            queue_expires_at: expires,
-            created_at: now,
-            updated_at: now,
-            started_at: None,
-            finished_at: None,
-            requested_rule_id: spec.rule_id,
-            created_by: Some(crate::audit::actor()),
-        };
+        let task = new_task(spec, request_id, rack, (status, message, expires), now);
         self.record_created(&txn, &task).await?;
         txn.commit().await?;
         // Only a task that starts now keeps its plan: a queued one is planned when promoted.
@@ -221,5 +205,34 @@ impl TaskService {
     /// What submitting `spec` would do on each rack, without doing it.
     pub async fn preview(&self, spec: &OperationSpec) -> Result<Vec<RackPreview>> {
         preview::preview(&self.db, spec, self.managers.as_deref()).await
+    }
+}
+
+/// The row of a task the submission creates: `state` is its first status, message and queue
+/// expiry.
+fn new_task(
+    spec: &OperationSpec,
+    request_id: OperationRequestId,
+    rack: &RackWork,
+    (status, message, expires): (TaskStatus, String, Option<DateTime<Utc>>),
+    now: DateTime<Utc>,
+) -> Task {
+    Task {
+        id: TaskId::new(),
+        request_id,
+        operation: spec.operation.clone(),
+        rack_id: rack.rack_id,
+        components: TaskComponent::of(&rack.devices),
+        description: spec.description.clone(),
+        conflict_strategy: spec.conflict_strategy,
+        status,
+        message,
+        queue_expires_at: expires,
+        created_at: now,
+        updated_at: now,
+        started_at: None,
+        finished_at: None,
+        requested_rule_id: spec.rule_id,
+        created_by: Some(crate::audit::actor()),
     }
 }

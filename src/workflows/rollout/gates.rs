@@ -21,7 +21,18 @@ pub(super) async fn gates(
     plan: &RunPlan,
     wave: u32,
 ) -> WorkflowResult<Option<RolloutStatus>> {
-    let n = wave + 1;
+    approval(ctx, id, plan, wave).await?;
+    pause_between(ctx, id, plan, wave).await?;
+    if let Some(ended) = held(ctx, id, plan, wave).await? {
+        return Ok(Some(ended));
+    }
+    let message = format!("wave {n} of {} running", plan.waves, n = wave + 1);
+    status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
+    Ok(None)
+}
+
+/// After the canary wave, when the strategy asks for it: waits for approval (or an abort).
+async fn approval(ctx: &Ctx, id: Uuid, plan: &RunPlan, wave: u32) -> WorkflowResult<()> {
     if wave == 1 && plan.canary && plan.strategy.approval_after_canary && !ctx.state(|s| s.approved)
     {
         let message = "the canary wave passed; waiting for approval".to_string();
@@ -35,15 +46,32 @@ pub(super) async fn gates(
         .await?;
         wait(ctx, |s| s.approved || s.abort.is_some()).await;
     }
+    Ok(())
+}
+
+/// The strategy's pause between waves (cut short by an abort).
+async fn pause_between(ctx: &Ctx, id: Uuid, plan: &RunPlan, wave: u32) -> WorkflowResult<()> {
     if wave > 0 && plan.strategy.pause_between_secs > 0 && !aborted(ctx) {
         let secs = plan.strategy.pause_between_secs;
-        let message = format!("pausing {secs}s before wave {n}");
+        let message = format!("pausing {secs}s before wave {n}", n = wave + 1);
         status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
         select! {
             _ = ctx.timer(Duration::from_secs(secs)) => {},
             _ = ctx.wait_condition(|s: &RolloutWorkflow| s.abort.is_some()) => {},
         }
     }
+    Ok(())
+}
+
+/// Holds the wave while the rollout is paused or outside its window; the rollout's end when
+/// it is aborted or the window is over.
+async fn held(
+    ctx: &Ctx,
+    id: Uuid,
+    plan: &RunPlan,
+    wave: u32,
+) -> WorkflowResult<Option<RolloutStatus>> {
+    let n = wave + 1;
     loop {
         if aborted(ctx) {
             return finish(
@@ -66,10 +94,12 @@ pub(super) async fn gates(
             wait(ctx, |s| !s.paused || s.abort.is_some()).await;
             continue;
         }
-        let Some(window) = plan.window else { break };
+        let Some(window) = plan.window else {
+            return Ok(None);
+        };
         let at = now(ctx);
         match window_state(&window, at) {
-            WindowState::Open => break,
+            WindowState::Open => return Ok(None),
             WindowState::OpensAt(opens) => {
                 let message = format!(
                     "wave {n} waits for the window opening at {}",
@@ -91,9 +121,6 @@ pub(super) async fn gates(
             }
         }
     }
-    let message = format!("wave {n} of {} running", plan.waves);
-    status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
-    Ok(None)
 }
 
 /// Verifies the wave, closes it, and halts on a failed canary or a spent failure budget.

@@ -166,26 +166,8 @@ async fn run_wave(
             .execute_activity(RolloutActivities::advance, input, steps())
             .await?;
         if abort.is_some() {
-            if p.wave.running == 0 {
-                let how = if cancel_sent {
-                    "running tasks cancelled"
-                } else {
-                    "running tasks finished"
-                };
-                return finish(
-                    ctx,
-                    id,
-                    RolloutStatus::Aborted,
-                    format!("aborted in wave {n}; {how}"),
-                )
-                .await;
-            }
-            if !cancel_sent && last.is_none_or(|l| l.wave.running != p.wave.running) {
-                let message = format!(
-                    "aborting: waiting for {} running rack(s) of wave {n}",
-                    p.wave.running
-                );
-                status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
+            if let Some(ended) = aborting(ctx, id, wave, &p, last.as_ref(), cancel_sent).await? {
+                return Ok(Some(ended));
             }
         } else if p.done() {
             return Ok(None);
@@ -205,17 +187,7 @@ async fn run_wave(
             status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
             shown_paused = false;
         }
-        if ctx.history_length() > HISTORY_LIMIT {
-            let (approved, paused) = ctx.state(|s| (s.approved, s.paused));
-            let next = RolloutInput {
-                rollout_id: id,
-                wave,
-                wave_started: true,
-                approved,
-                paused,
-            };
-            ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
-        }
+        continue_if_long(ctx, id, wave)?;
         delay = if last == Some(p) {
             (delay * 2).min(POLL_MAX)
         } else {
@@ -224,6 +196,58 @@ async fn run_wave(
         last = Some(p);
         nap(ctx, delay).await;
     }
+}
+
+/// An aborted wave: ends the rollout once no rack of the wave runs any more, and meanwhile
+/// says how many it waits for (when that changed and no cancel was sent).
+async fn aborting(
+    ctx: &Ctx,
+    id: Uuid,
+    wave: u32,
+    p: &WaveProgress,
+    last: Option<&WaveProgress>,
+    cancel_sent: bool,
+) -> WorkflowResult<Option<RolloutStatus>> {
+    let n = wave + 1;
+    if p.wave.running == 0 {
+        let how = if cancel_sent {
+            "running tasks cancelled"
+        } else {
+            "running tasks finished"
+        };
+        return finish(
+            ctx,
+            id,
+            RolloutStatus::Aborted,
+            format!("aborted in wave {n}; {how}"),
+        )
+        .await;
+    }
+    if !cancel_sent && last.is_none_or(|l| l.wave.running != p.wave.running) {
+        let message = format!(
+            "aborting: waiting for {} running rack(s) of wave {n}",
+            p.wave.running
+        );
+        status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
+    }
+    Ok(None)
+}
+
+/// Continues as a new run of the same wave once the history grows past [`HISTORY_LIMIT`],
+/// carrying the approval and pause.
+fn continue_if_long(ctx: &Ctx, id: Uuid, wave: u32) -> WorkflowResult<()> {
+    if ctx.history_length() > HISTORY_LIMIT {
+        let (approved, paused) = ctx.state(|s| (s.approved, s.paused));
+        let next = RolloutInput {
+            rollout_id: id,
+            wave,
+            wave_started: true,
+            approved,
+            paused,
+        };
+        ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
+    }
+    Ok(())
 }
 
 #[workflow_methods]

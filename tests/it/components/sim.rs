@@ -23,7 +23,13 @@ async fn sim_devices_follow_power_operations_and_log_them_in_order() {
     let sim = sim(SimConfig::default());
     let mut config = Config::default();
     config.components.managers = "compute=sim,nvswitch=sim".parse().unwrap();
-    let registry = Registry::from_config(&config, sim.clone()).unwrap();
+    let registry = Registry::from_config(
+        &config.components.managers,
+        &config.redfish,
+        &config.psm,
+        sim.clone(),
+    )
+    .unwrap();
     let tray = device(ComponentType::Compute, "C-1", None);
     let switch = device(ComponentType::NvSwitch, "S-1", None);
     let compute = registry.get(ComponentType::Compute).unwrap();

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::components::DevicePower;
-use crate::config::Config;
+use crate::config::Sim;
 
 /// How the simulated devices behave. `Default` is instant and fault-free, for tests.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,14 +49,14 @@ impl Default for SimConfig {
 
 impl SimConfig {
     /// The `FLOW_SIM_*` settings.
-    pub fn from_config(config: &Config) -> Self {
+    pub fn from_config(config: &Sim) -> Self {
         Self {
-            latency: config.sim.latency,
-            firmware_duration: config.sim.firmware,
-            fail_serials: config.sim.fail_serials.iter().cloned().collect(),
-            slow_serials: config.sim.slow_serials.iter().cloned().collect(),
-            slow_latency: config.sim.slow,
-            failure_rate: config.sim.failure_rate,
+            latency: config.latency,
+            firmware_duration: config.firmware,
+            fail_serials: config.fail_serials.iter().cloned().collect(),
+            slow_serials: config.slow_serials.iter().cloned().collect(),
+            slow_latency: config.slow,
+            failure_rate: config.failure_rate,
             ..Self::default()
         }
     }
@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn the_settings_come_from_the_flow_sim_variables() {
-        let config = Config {
+        let config = crate::config::Config {
             sim: crate::config::Sim {
                 latency: Duration::from_millis(7),
                 firmware: Duration::from_secs(9),
@@ -121,9 +121,9 @@ mod tests {
                 slow: Duration::from_millis(11),
                 failure_rate: 0.5,
             },
-            ..Config::default()
+            ..crate::config::Config::default()
         };
-        let sim = SimConfig::from_config(&config);
+        let sim = SimConfig::from_config(&config.sim);
         assert_eq!(sim.latency, Duration::from_millis(7));
         assert_eq!(sim.firmware_duration, Duration::from_secs(9));
         assert!(sim.fail_serials.contains("A") && sim.slow_serials.contains("B"));
