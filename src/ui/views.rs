@@ -19,7 +19,13 @@ use crate::app::AppState;
 use crate::error::Code;
 use crate::schedules::service::ScheduleService;
 
-const DIFF_KINDS: [&str; 4] = ["missing", "unexpected", "mismatch", "unreachable"];
+const DIFF_KINDS: [&str; 5] = [
+    "missing",
+    "unexpected",
+    "mismatch",
+    "unreachable",
+    "rejected",
+];
 const TYPES: [&str; 6] = [
     "compute",
     "nvswitch",
