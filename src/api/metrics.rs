@@ -78,6 +78,7 @@ async fn refresh_gauges(state: &AppState) {
                 DiffKind::Unexpected,
                 DiffKind::Mismatch,
                 DiffKind::Unreachable,
+                DiffKind::Rejected,
             ]
             .map(DiffKind::as_str);
             metrics::set_gauges(&METRICS.drift_components, &known, &counts);

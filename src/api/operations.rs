@@ -186,7 +186,8 @@ pub async fn power_off(
 /// Resets the targeted racks or components. `mode: restart` (default) powers everything off in
 /// safe order (compute, NVSwitch, power shelves) and on again in reverse; `warm` resets compute
 /// and NVSwitch trays through their BMCs without removing power; `cold` is a full AC cycle with
-/// a pause for power to drain.
+/// a pause for power to drain; `bmc` restarts the compute and NVSwitch trays' BMCs themselves
+/// (`Manager.Reset`), each tray done once its BMC has gone away and answers again.
 #[utoipa::path(post, path = "/v1/operations/power-reset", tag = OPERATIONS, security(("access" = ["runs"])), request_body = PowerResetRequest,
     params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]

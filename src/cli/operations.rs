@@ -79,6 +79,8 @@ pub enum ResetMode {
     Warm,
     /// A full AC cycle, with a pause for power to drain.
     Cold,
+    /// The trays' BMCs restart themselves (`Manager.Reset`); host power is untouched.
+    Bmc,
 }
 
 /// Options of `flow power reset`.
@@ -86,7 +88,7 @@ pub enum ResetMode {
 pub struct ResetArgs {
     #[command(flatten)]
     pub power: PowerArgs,
-    /// `restart` (the server's default), `warm` or `cold`.
+    /// `restart` (the server's default), `warm`, `cold` or `bmc`.
     #[arg(long, value_enum)]
     pub mode: Option<ResetMode>,
 }
@@ -98,8 +100,8 @@ pub enum PowerCommand {
     On(PowerArgs),
     /// Power off in reverse order.
     Off(PowerArgs),
-    /// Reset: off and on in safe order (`--mode restart`), through the BMCs (`warm`), or an AC
-    /// cycle (`cold`).
+    /// Reset: off and on in safe order (`--mode restart`), through the BMCs (`warm`), an AC
+    /// cycle (`cold`), or of the BMCs themselves (`bmc`).
     Reset(ResetArgs),
 }
 

@@ -202,9 +202,15 @@ pub async fn run(client: &Client, format: Format, command: &RackCommand) -> Resu
             output::emit(format, &reply.text, &reply.body, validation_view);
             // Scripts can tell a clean rack from one with differences by the exit code.
             let summary = &reply.body["summary"];
-            let differs = ["missing", "unexpected", "mismatch", "unreachable"]
-                .iter()
-                .any(|k| summary[k].as_u64().unwrap_or(0) > 0);
+            let differs = [
+                "missing",
+                "unexpected",
+                "mismatch",
+                "unreachable",
+                "rejected",
+            ]
+            .iter()
+            .any(|k| summary[k].as_u64().unwrap_or(0) > 0);
             return Ok(u8::from(differs));
         }
         RackCommand::Ingest { rack, submit } => {
@@ -268,6 +274,7 @@ pub fn validation_view(validation: &Value) -> String {
             "unexpected",
             "mismatch",
             "unreachable",
+            "rejected",
             "unchecked",
         ]
         .map(|k| (k, cell(&summary[k]))),

@@ -125,6 +125,14 @@ impl FirmwareControl for Metered<dyn FirmwareControl> {
         self.call("update_status", self.inner.update_status(device))
             .await
     }
+
+    fn update_handle(&self, device: &Device) -> Option<String> {
+        self.inner.update_handle(device)
+    }
+
+    fn resume_update(&self, device: &Device, handle: &str) -> bool {
+        self.inner.resume_update(device, handle)
+    }
 }
 
 #[async_trait]

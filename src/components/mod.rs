@@ -88,6 +88,18 @@ pub trait FirmwareControl: Send + Sync {
         request: &FirmwareRequest,
     ) -> Result<(), DeviceError>;
     async fn update_status(&self, device: &Device) -> Result<FirmwareStatus, DeviceError>;
+
+    /// What another process needs to follow the update last started on `device` (opaque to the
+    /// caller, who keeps it with the step's progress); `None` when there is nothing to follow.
+    fn update_handle(&self, _device: &Device) -> Option<String> {
+        None
+    }
+
+    /// Follows the update `handle` (from [`Self::update_handle`], maybe of another process)
+    /// names instead of starting one; `false` when the handle means nothing here.
+    fn resume_update(&self, _device: &Device, _handle: &str) -> bool {
+        false
+    }
 }
 
 /// Registers a device with its manager (ingest), built from the inventory record.
@@ -115,6 +127,13 @@ pub trait Preflight: Send + Sync {
     /// Why the device cannot do `op`, asked of the device itself (a BMC that lists no fitting
     /// reset type); `None` when it can or cannot be asked now.
     async fn power_gap(&self, _device: &Device, _op: PowerOp) -> Option<String> {
+        None
+    }
+
+    /// Why the device cannot take `request` the way it would be sent, asked of the device (a
+    /// BMC without the push URI or the SimpleUpdate the image needs); `None` when it can or
+    /// cannot be asked now.
+    async fn update_gap(&self, _device: &Device, _request: &FirmwareRequest) -> Option<String> {
         None
     }
 }

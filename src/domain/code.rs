@@ -18,6 +18,7 @@ pub enum OperationCode {
     ForceRestart,
     WarmReset,
     ColdReset,
+    BmcReset,
     Upgrade,
     BringUp,
     Ingest,
@@ -25,7 +26,7 @@ pub enum OperationCode {
 
 impl OperationCode {
     /// Every code, in the order the API document and error messages list them.
-    pub const ALL: [OperationCode; 10] = [
+    pub const ALL: [OperationCode; 11] = [
         Self::PowerOn,
         Self::PowerOff,
         Self::ForcePowerOff,
@@ -33,6 +34,7 @@ impl OperationCode {
         Self::ForceRestart,
         Self::WarmReset,
         Self::ColdReset,
+        Self::BmcReset,
         Self::Upgrade,
         Self::BringUp,
         Self::Ingest,
@@ -48,6 +50,7 @@ impl OperationCode {
             Self::ForceRestart => "force_restart",
             Self::WarmReset => "warm_reset",
             Self::ColdReset => "cold_reset",
+            Self::BmcReset => "bmc_reset",
             Self::Upgrade => "upgrade",
             Self::BringUp => "bring_up",
             Self::Ingest => "ingest",

@@ -25,6 +25,8 @@ pub enum Operation {
     WarmReset,
     /// A full AC cycle of the rack, shelves included.
     ColdReset,
+    /// Trays' BMCs restarted (`Manager.Reset`), host power untouched.
+    BmcReset,
     FirmwareUpgrade {
         firmware: FirmwareRequest,
         /// Window in which the update may run (managers that schedule updates honour it).
@@ -55,6 +57,7 @@ impl Operation {
             Self::PowerReset { forced: true } => OperationCode::ForceRestart,
             Self::WarmReset => OperationCode::WarmReset,
             Self::ColdReset => OperationCode::ColdReset,
+            Self::BmcReset => OperationCode::BmcReset,
             Self::FirmwareUpgrade { .. } => OperationCode::Upgrade,
             Self::BringUp => OperationCode::BringUp,
             Self::Ingest => OperationCode::Ingest,
@@ -67,7 +70,8 @@ impl Operation {
             | Self::PowerOff { .. }
             | Self::PowerReset { .. }
             | Self::WarmReset
-            | Self::ColdReset => TaskType::PowerControl,
+            | Self::ColdReset
+            | Self::BmcReset => TaskType::PowerControl,
             Self::FirmwareUpgrade { .. } => TaskType::FirmwareControl,
             Self::BringUp | Self::Ingest => TaskType::BringUp,
         }

@@ -81,7 +81,7 @@ pub fn compare(kind: ComponentType, devices: &[Device], report: &InventoryReport
     let mut out = Comparison::default();
     for device in devices {
         if let Some(error) = report.failed.get(&device.component_id) {
-            let mut d = diff(DiffKind::Unreachable, device, device.external_id.clone());
+            let mut d = diff(failed_kind(error), device, device.external_id.clone());
             d.message = Some(error.to_string());
             out.diffs.push(d);
             continue;
@@ -126,12 +126,22 @@ pub fn unexpected(kind: ComponentType, extra: &Observation) -> Diff {
     }
 }
 
-/// Every device of a manager that did not answer, as unreachable: not as missing.
+/// How a device its manager could not report on differs: `rejected` when it answered but
+/// refused (credentials, discovery), else `unreachable`.
+fn failed_kind(error: &DeviceError) -> DiffKind {
+    match error {
+        DeviceError::Rejected(_) => DiffKind::Rejected,
+        _ => DiffKind::Unreachable,
+    }
+}
+
+/// Every device of a manager that did not answer (or refused), as unreachable (or rejected):
+/// not as missing.
 pub fn unreachable(devices: &[Device], error: &DeviceError) -> Vec<Diff> {
     devices
         .iter()
         .map(|device| {
-            let mut d = diff(DiffKind::Unreachable, device, device.external_id.clone());
+            let mut d = diff(failed_kind(error), device, device.external_id.clone());
             d.message = Some(error.to_string());
             d
         })
@@ -188,7 +198,7 @@ mod tests {
             .insert(old.component_id, seen(None, Some("1.1")));
         report.failed.insert(
             broken.component_id,
-            DeviceError::Rejected("PMC did not respond".into()),
+            DeviceError::Unreachable("PMC did not respond".into()),
         );
         report.unlisted.push(seen(Some("Z"), None));
         let devices = [ok, gone.clone(), old.clone(), broken];
@@ -228,5 +238,7 @@ mod tests {
         let diffs = unreachable(&devices, &DeviceError::Unreachable("timeout".into()));
         assert!(diffs.iter().all(|d| d.kind == DiffKind::Unreachable));
         assert_eq!(diffs.len(), 2);
+        let refused = unreachable(&devices, &DeviceError::Rejected("credentials".into()));
+        assert!(refused.iter().all(|d| d.kind == DiffKind::Rejected));
     }
 }

@@ -31,6 +31,8 @@ pub enum DiffKind {
     Mismatch,
     /// Its manager or the device did not answer.
     Unreachable,
+    /// Its manager or the device answered but refused (credentials, discovery failed).
+    Rejected,
 }
 
 impl DiffKind {
@@ -40,6 +42,7 @@ impl DiffKind {
             Self::Unexpected => "unexpected",
             Self::Mismatch => "mismatch",
             Self::Unreachable => "unreachable",
+            Self::Rejected => "rejected",
         }
     }
 
@@ -49,6 +52,7 @@ impl DiffKind {
             "unexpected" => Some(Self::Unexpected),
             "mismatch" => Some(Self::Mismatch),
             "unreachable" => Some(Self::Unreachable),
+            "rejected" => Some(Self::Rejected),
             _ => None,
         }
     }
@@ -75,7 +79,7 @@ pub struct Diff {
     /// The address the manager knows the device by (unexpected devices).
     pub address: Option<String>,
     pub fields: Vec<FieldDiff>,
-    /// Why it is unreachable.
+    /// Why it is unreachable or was refused.
     pub message: Option<String>,
 }
 
@@ -88,6 +92,7 @@ pub struct Summary {
     pub unexpected: u64,
     pub mismatch: u64,
     pub unreachable: u64,
+    pub rejected: u64,
     /// Expected devices whose type has no manager that can report what it sees.
     pub unchecked: u64,
 }
@@ -100,6 +105,7 @@ impl Summary {
             DiffKind::Unexpected => self.unexpected += 1,
             DiffKind::Mismatch => self.mismatch += 1,
             DiffKind::Unreachable => self.unreachable += 1,
+            DiffKind::Rejected => self.rejected += 1,
         }
     }
 }

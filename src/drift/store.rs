@@ -48,6 +48,7 @@ pub struct DriftCounts {
     pub unexpected: u64,
     pub mismatch: u64,
     pub unreachable: u64,
+    pub rejected: u64,
     /// Of those, how many come from a source that did not answer the last sync.
     pub stale: u64,
 }
@@ -391,6 +392,7 @@ pub async fn rack_counts(
                 Some(DiffKind::Unexpected) => counts.unexpected += 1,
                 Some(DiffKind::Mismatch) => counts.mismatch += 1,
                 Some(DiffKind::Unreachable) => counts.unreachable += 1,
+                Some(DiffKind::Rejected) => counts.rejected += 1,
                 None => continue,
             }
             counts.stale += u64::from(stale);

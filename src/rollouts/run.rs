@@ -229,13 +229,13 @@ impl RolloutService {
             }
             let v = crate::drift::validate::validate_rack(&self.db, observer, rack.rack_id).await?;
             let s = v.summary;
-            let diffs = s.missing + s.unexpected + s.mismatch + s.unreachable;
+            let diffs = s.missing + s.unexpected + s.mismatch + s.unreachable + s.rejected;
             if diffs > 0 {
                 findings.push((
                     rack.rack_id,
                     format!(
-                        "validation found {diffs} difference(s): {} missing, {} unexpected, {} mismatched, {} unreachable",
-                        s.missing, s.unexpected, s.mismatch, s.unreachable
+                        "validation found {diffs} difference(s): {} missing, {} unexpected, {} mismatched, {} unreachable, {} rejected",
+                        s.missing, s.unexpected, s.mismatch, s.unreachable, s.rejected
                     ),
                 ));
             }

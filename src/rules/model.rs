@@ -27,10 +27,11 @@ pub enum PowerCode {
     ForceRestart,
     WarmReset,
     ColdReset,
+    BmcReset,
 }
 
 impl PowerCode {
-    pub const ALL: [PowerCode; 8] = [
+    pub const ALL: [PowerCode; 9] = [
         Self::PowerOn,
         Self::ForcePowerOn,
         Self::PowerOff,
@@ -39,6 +40,7 @@ impl PowerCode {
         Self::ForceRestart,
         Self::WarmReset,
         Self::ColdReset,
+        Self::BmcReset,
     ];
 
     /// The wire form, the same string serde writes.
@@ -52,6 +54,7 @@ impl PowerCode {
             Self::ForceRestart => "force_restart",
             Self::WarmReset => "warm_reset",
             Self::ColdReset => "cold_reset",
+            Self::BmcReset => "bmc_reset",
         }
     }
 
@@ -69,6 +72,7 @@ impl PowerCode {
             Self::ForceRestart => PowerOp::ForceRestart,
             Self::WarmReset => PowerOp::WarmReset,
             Self::ColdReset => PowerOp::ColdReset,
+            Self::BmcReset => PowerOp::BmcReset,
         }
     }
 

@@ -232,7 +232,7 @@ pub fn badge(text: &str) -> Markup {
     let class = match text {
         "succeeded" | "on" | "ok" | "matched" | "enabled" | "completed" => "badge b-ok",
         "failed" | "cancelled" | "missing" | "mismatch" | "unexpected" | "unreachable"
-        | "halted" | "aborted" | "exceeded" => "badge b-bad",
+        | "rejected" | "halted" | "aborted" | "exceeded" => "badge b-bad",
         "running" | "pending" | "waiting" | "queued" | "verifying" => "badge b-run",
         "off" | "paused" | "stale" | "mixed" | "awaiting_approval" | "waiting_for_window" => {
             "badge b-warn"

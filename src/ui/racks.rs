@@ -58,6 +58,7 @@ fn drift_badges(d: Option<&DriftSummaryDoc>) -> Markup {
         ("unexpected", d.unexpected),
         ("mismatch", d.mismatch),
         ("unreachable", d.unreachable),
+        ("rejected", d.rejected),
     ];
     html! {
         @if parts.iter().all(|(_, n)| *n == 0) { (badge("ok")) }

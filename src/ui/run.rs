@@ -23,12 +23,18 @@ use crate::domain::operation::{Operation, OperationSpec};
 use crate::error::{Error, Violations};
 
 /// The operations the console offers: (form value, label).
-const OPERATIONS: [(OperationCode, &str); 6] = [
+const OPERATIONS: [(OperationCode, &str); 9] = [
     (OperationCode::PowerOn, "Power on"),
     (OperationCode::PowerOff, "Power off (graceful)"),
     (OperationCode::ForcePowerOff, "Power off (forced)"),
     (OperationCode::Restart, "Restart (graceful)"),
     (OperationCode::ForceRestart, "Restart (forced)"),
+    (
+        OperationCode::WarmReset,
+        "Warm reset (through the BMCs, power kept)",
+    ),
+    (OperationCode::ColdReset, "Cold reset (AC cycle)"),
+    (OperationCode::BmcReset, "BMC reset (restart the BMCs)"),
     (OperationCode::BringUp, "Bring up"),
 ];
 
@@ -73,6 +79,9 @@ fn spec(form: &RunForm) -> Result<OperationSpec, Error> {
         Ok(OperationCode::ForcePowerOff) => Operation::PowerOff { forced: true },
         Ok(OperationCode::Restart) => Operation::PowerReset { forced: false },
         Ok(OperationCode::ForceRestart) => Operation::PowerReset { forced: true },
+        Ok(OperationCode::WarmReset) => Operation::WarmReset,
+        Ok(OperationCode::ColdReset) => Operation::ColdReset,
+        Ok(OperationCode::BmcReset) => Operation::BmcReset,
         Ok(OperationCode::BringUp) => Operation::BringUp,
         _ => {
             return Err(Error::invalid(

@@ -18,7 +18,13 @@ use crate::api::validation::ListDriftQuery;
 use crate::app::AppState;
 use crate::error::Code;
 
-const DIFF_KINDS: [&str; 4] = ["missing", "unexpected", "mismatch", "unreachable"];
+const DIFF_KINDS: [&str; 5] = [
+    "missing",
+    "unexpected",
+    "mismatch",
+    "unreachable",
+    "rejected",
+];
 const TYPES: [&str; 6] = [
     "compute",
     "nvswitch",

@@ -251,6 +251,7 @@ async fn rules_keep_every_version_and_one_default_per_operation(app: TestApp) {
         "force_restart",
         "warm_reset",
         "cold_reset",
+        "bmc_reset",
         "upgrade",
         "bring_up",
         "ingest",
@@ -596,6 +597,7 @@ async fn every_built_in_rule_runs_to_success_against_the_sim(ops: Ops) {
         ("power-reset", json!({"forced": true}), "force_restart"),
         ("power-reset", json!({"mode": "warm"}), "warm_reset"),
         ("power-reset", json!({"mode": "cold"}), "cold_reset"),
+        ("power-reset", json!({"mode": "bmc"}), "bmc_reset"),
         (
             "firmware-upgrade",
             json!({"target_version": "9.9.9"}),

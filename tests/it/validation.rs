@@ -164,7 +164,7 @@ async fn validation_reports_missing_unexpected_and_mismatched_firmware(h: Harnes
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
         r.body["summary"],
-        json!({"match": 4, "missing": 1, "unexpected": 1, "mismatch": 1, "unreachable": 0, "unchecked": 0}),
+        json!({"match": 4, "missing": 1, "unexpected": 1, "mismatch": 1, "unreachable": 0, "rejected": 0, "unchecked": 0}),
         "{}",
         r.text
     );
@@ -207,7 +207,7 @@ async fn validation_reports_missing_unexpected_and_mismatched_firmware(h: Harnes
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
         r.body["summary"],
-        json!({"match": 4, "missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "unchecked": 0})
+        json!({"match": 4, "missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "rejected": 0, "unchecked": 0})
     );
     // A target spec narrows it to the power shelves.
     let r = h
@@ -243,7 +243,7 @@ async fn a_manager_that_does_not_answer_is_unreachable_not_missing_and_its_drift
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
         r.body["summary"],
-        json!({"match": 4, "missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 2, "unchecked": 0}),
+        json!({"match": 4, "missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 2, "rejected": 0, "unchecked": 0}),
         "{}",
         r.text
     );
@@ -285,7 +285,7 @@ async fn a_manager_that_does_not_answer_is_unreachable_not_missing_and_its_drift
     let rack = h.app.get(&format!("/v1/racks/{rack_id}")).await;
     assert_eq!(
         rack.body["drift"],
-        json!({"missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "stale": 2})
+        json!({"missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "rejected": 0, "stale": 2})
     );
 
     // Back: the source's drift is replaced and fresh again.
@@ -308,7 +308,7 @@ async fn drift_sync_records_drift_and_observed_fields_without_touching_expected_
     let pwr0 = component_id(&rack, "r0001-pwr0");
     assert_eq!(
         rack["drift"],
-        json!({"missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 0, "stale": 0})
+        json!({"missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 0, "rejected": 0, "stale": 0})
     );
     let sync = h.sync();
     match sync.run_once("a").await.unwrap() {
@@ -349,7 +349,7 @@ async fn drift_sync_records_drift_and_observed_fields_without_touching_expected_
     let r = h.app.get(&format!("/v1/racks/{rack_id}")).await;
     assert_eq!(
         r.body["drift"],
-        json!({"missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "stale": 0})
+        json!({"missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "rejected": 0, "stale": 0})
     );
     assert_eq!(
         r.header("etag"),
@@ -625,6 +625,6 @@ async fn a_sync_after_a_power_off_operation_observes_the_power_off(ops: Ops) {
         .await;
     assert_eq!(
         r.body["drift"],
-        json!({"missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 0, "stale": 0})
+        json!({"missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 0, "rejected": 0, "stale": 0})
     );
 }

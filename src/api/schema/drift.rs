@@ -42,7 +42,7 @@ impl ValidationRequest {
 
 /// `missing` (expected, its manager does not have it), `unexpected` (its manager has it, Flow
 /// does not), `mismatch` (compared fields differ), `unreachable` (the manager or device did not
-/// answer).
+/// answer), `rejected` (it answered but refused: credentials, discovery failed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DiffKindDoc {
@@ -50,6 +50,7 @@ pub enum DiffKindDoc {
     Unexpected,
     Mismatch,
     Unreachable,
+    Rejected,
 }
 
 impl From<DiffKind> for DiffKindDoc {
@@ -59,6 +60,7 @@ impl From<DiffKind> for DiffKindDoc {
             DiffKind::Unexpected => Self::Unexpected,
             DiffKind::Mismatch => Self::Mismatch,
             DiffKind::Unreachable => Self::Unreachable,
+            DiffKind::Rejected => Self::Rejected,
         }
     }
 }
@@ -70,6 +72,7 @@ impl From<DiffKindDoc> for DiffKind {
             DiffKindDoc::Unexpected => Self::Unexpected,
             DiffKindDoc::Mismatch => Self::Mismatch,
             DiffKindDoc::Unreachable => Self::Unreachable,
+            DiffKindDoc::Rejected => Self::Rejected,
         }
     }
 }
@@ -144,6 +147,7 @@ pub struct ValidationSummaryDoc {
     pub unexpected: u64,
     pub mismatch: u64,
     pub unreachable: u64,
+    pub rejected: u64,
     /// Expected components whose type has no manager that reports what it sees.
     pub unchecked: u64,
 }
@@ -156,6 +160,7 @@ impl From<Summary> for ValidationSummaryDoc {
             unexpected: s.unexpected,
             mismatch: s.mismatch,
             unreachable: s.unreachable,
+            rejected: s.rejected,
             unchecked: s.unchecked,
         }
     }
@@ -164,7 +169,7 @@ impl From<Summary> for ValidationSummaryDoc {
 /// Expected vs actual, as the component managers answered just now.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(example = json!({
-    "summary": {"match": 5, "missing": 1, "unexpected": 1, "mismatch": 1, "unreachable": 0, "unchecked": 1},
+    "summary": {"match": 5, "missing": 1, "unexpected": 1, "mismatch": 1, "unreachable": 0, "rejected": 0, "unchecked": 1},
     "diffs": [
         {"kind": "missing", "component_id": "0192f3a0-0000-7000-8000-000000000005",
          "rack_id": "0192f3a0-0000-7000-8000-000000000001", "type": "powershelf", "fields": []},
@@ -227,12 +232,13 @@ impl From<DriftRecord> for DriftDoc {
 
 /// Recorded drift of a rack's components, by kind (from the last drift sync).
 #[derive(Debug, Clone, Copy, Default, Serialize, ToSchema)]
-#[schema(example = json!({"missing": 0, "unexpected": 0, "mismatch": 1, "unreachable": 0, "stale": 0}))]
+#[schema(example = json!({"missing": 0, "unexpected": 0, "mismatch": 1, "unreachable": 0, "rejected": 0, "stale": 0}))]
 pub struct DriftSummaryDoc {
     pub missing: u64,
     pub unexpected: u64,
     pub mismatch: u64,
     pub unreachable: u64,
+    pub rejected: u64,
     /// How many of these come from a manager that did not answer the last sync.
     pub stale: u64,
 }
@@ -244,6 +250,7 @@ impl From<DriftCounts> for DriftSummaryDoc {
             unexpected: c.unexpected,
             mismatch: c.mismatch,
             unreachable: c.unreachable,
+            rejected: c.rejected,
             stale: c.stale,
         }
     }

@@ -232,7 +232,9 @@ pub struct PowerOffRequest {
 
 /// How a reset is done: `restart` (default) powers everything off in safe order and on again
 /// (`forced` skips graceful shutdown); `warm` resets trays through their BMCs without removing
-/// power; `cold` is a full AC cycle with the shelves off long enough for power to drain.
+/// power; `cold` is a full AC cycle with the shelves off long enough for power to drain; `bmc`
+/// restarts the trays' BMCs themselves (`Manager.Reset`), each done once its BMC has gone away
+/// and answers again, host power untouched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ResetModeDoc {
@@ -240,6 +242,7 @@ pub enum ResetModeDoc {
     Restart,
     Warm,
     Cold,
+    Bmc,
 }
 
 /// Power reset of racks or components.
@@ -261,24 +264,25 @@ pub struct PowerResetRequest {
 }
 
 impl PowerResetRequest {
-    /// The reset operation asked for; `forced` with a warm or cold reset is refused.
+    /// The reset operation asked for; `forced` with a warm, cold or BMC reset is refused.
     pub fn operation(&self, v: &mut Violations) -> Operation {
-        match (self.mode, self.forced) {
-            (ResetModeDoc::Restart, forced) => Operation::PowerReset { forced },
-            (mode, true) => {
-                v.push(
-                    "forced",
-                    "applies to mode restart only (warm and cold resets have their own sequence)",
-                );
-                if mode == ResetModeDoc::Warm {
-                    Operation::WarmReset
-                } else {
-                    Operation::ColdReset
-                }
+        let operation = match self.mode {
+            ResetModeDoc::Restart => {
+                return Operation::PowerReset {
+                    forced: self.forced,
+                };
             }
-            (ResetModeDoc::Warm, false) => Operation::WarmReset,
-            (ResetModeDoc::Cold, false) => Operation::ColdReset,
+            ResetModeDoc::Warm => Operation::WarmReset,
+            ResetModeDoc::Cold => Operation::ColdReset,
+            ResetModeDoc::Bmc => Operation::BmcReset,
+        };
+        if self.forced {
+            v.push(
+                "forced",
+                "applies to mode restart only (warm, cold and BMC resets have their own sequence)",
+            );
         }
+        operation
     }
 }
 

@@ -94,6 +94,8 @@ pub enum OperationKindDoc {
     WarmReset,
     /// A full AC cycle, shelves included.
     ColdReset,
+    /// Trays' BMCs restarted, host power untouched.
+    BmcReset,
     FirmwareUpgrade,
     BringUp,
     Ingest,
@@ -151,6 +153,7 @@ impl ScheduledOperationDoc {
             },
             OperationKindDoc::WarmReset => Operation::WarmReset,
             OperationKindDoc::ColdReset => Operation::ColdReset,
+            OperationKindDoc::BmcReset => Operation::BmcReset,
             OperationKindDoc::BringUp => Operation::BringUp,
             OperationKindDoc::Ingest => Operation::Ingest,
             OperationKindDoc::FirmwareUpgrade => {

@@ -55,6 +55,7 @@ impl From<&OperationTemplate> for OperationTemplateDoc {
             }
             Operation::WarmReset => doc.kind = OperationKindDoc::WarmReset,
             Operation::ColdReset => doc.kind = OperationKindDoc::ColdReset,
+            Operation::BmcReset => doc.kind = OperationKindDoc::BmcReset,
             Operation::BringUp => doc.kind = OperationKindDoc::BringUp,
             Operation::Ingest => doc.kind = OperationKindDoc::Ingest,
             Operation::FirmwareUpgrade {

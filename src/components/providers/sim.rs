@@ -262,7 +262,10 @@ fn power_op_name(op: PowerOp) -> &'static str {
 impl PowerControl for SimDevices {
     async fn set_power(&self, device: &Device, op: PowerOp) -> Result<(), DeviceError> {
         self.call(device, power_op_name(op), |d, _, _| {
-            d.power = op.settles_to();
+            // A BMC's own restart leaves the host's power as it was.
+            if op != PowerOp::BmcReset {
+                d.power = op.settles_to();
+            }
             Ok(())
         })
         .await

@@ -62,8 +62,9 @@ pub(super) fn gaps(plan: &Plan, registry: &Registry) -> Vec<String> {
     out
 }
 
-/// What each device's manager says about the plan's power actions, asking the device where it
-/// can (a BMC's allowed reset types); one line per device and action it cannot do.
+/// What each device's manager says about the plan's power and firmware actions, asking the
+/// device where it can (a BMC's allowed reset types, its update paths); one line per device and
+/// action it cannot do.
 pub(super) async fn power_gaps(
     spec: &crate::domain::operation::OperationSpec,
     rack: &crate::inventory::targets::RackWork,
@@ -77,18 +78,26 @@ pub(super) async fn power_gaps(
     let mut out = Vec::new();
     for stage in &plan.stages {
         for action in &stage.actions {
-            let Action::PowerControl {
-                operation: Some(code),
-            } = action
-            else {
-                continue;
+            let code = match action {
+                Action::PowerControl {
+                    operation: Some(code),
+                } => Some(*code),
+                Action::FirmwareStart => None,
+                _ => continue,
             };
             for device in &stage.devices {
                 let Some(preflight) = registry.get(device.kind).and_then(|s| s.preflight.clone())
                 else {
                     continue;
                 };
-                if let Some(why) = preflight.power_gap(device, code.op()).await {
+                let gap = match code {
+                    Some(code) => preflight.power_gap(device, code.op()).await,
+                    None => {
+                        let request = plan.firmware_for(device.kind);
+                        preflight.update_gap(device, &request).await
+                    }
+                };
+                if let Some(why) = gap {
                     let line = format!("stage {} ({}): {why}", stage.number, stage.name);
                     if !out.contains(&line) {
                         out.push(line);

@@ -79,23 +79,95 @@ pub(in crate::workflows) fn activity_error(e: Error) -> ActivityError {
     }
 }
 
-struct Heartbeat<'a>(&'a ActivityContext, std::sync::Mutex<Option<String>>);
+/// What a step's heartbeats carry (as JSON text): a note for people, and the firmware update
+/// the step follows with when it was started. Temporal keeps the last one and hands it to the
+/// next attempt, so a retried or re-scheduled step resumes that update instead of pushing again.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Beat {
+    note: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    update: Option<FollowedUpdate>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct FollowedUpdate {
+    /// The manager's handle ([`crate::components::FirmwareControl::update_handle`]).
+    handle: String,
+    started_at: chrono::DateTime<chrono::Utc>,
+}
+
+struct Heartbeat<'a> {
+    ctx: &'a ActivityContext,
+    clock: &'a dyn Clock,
+    registered: std::sync::Mutex<Option<String>>,
+    update: std::sync::Mutex<Option<FollowedUpdate>>,
+    /// The update the previous attempt's last heartbeat named.
+    earlier: Option<FollowedUpdate>,
+}
+
+impl<'a> Heartbeat<'a> {
+    fn new(ctx: &'a ActivityContext, clock: &'a dyn Clock) -> Self {
+        let earlier = ctx
+            .heartbeat_details()
+            .deserialize::<String>()
+            .ok()
+            .flatten()
+            .and_then(|text| serde_json::from_str::<Beat>(&text).ok())
+            .and_then(|beat| beat.update);
+        Self {
+            ctx,
+            clock,
+            registered: std::sync::Mutex::new(None),
+            update: std::sync::Mutex::new(None),
+            earlier,
+        }
+    }
+
+    async fn record(&self, note: &str) {
+        let beat = Beat {
+            note: note.to_string(),
+            update: self.update.lock().ok().and_then(|u| u.clone()),
+        };
+        let text = serde_json::to_string(&beat).unwrap_or_default();
+        // A lost heartbeat only delays noticing a dead worker; the step goes on.
+        let _ = self.ctx.record_heartbeat(text).await;
+    }
+}
 
 #[async_trait]
 impl Progress for Heartbeat<'_> {
     fn registered(&self, external_id: &str) {
-        if let Ok(mut slot) = self.1.lock() {
+        if let Ok(mut slot) = self.registered.lock() {
             *slot = Some(external_id.to_string());
         }
     }
 
     async fn beat(&self, note: &str) {
-        // A lost heartbeat only delays noticing a dead worker; the step goes on.
-        let _ = self.0.record_heartbeat(note.to_string()).await;
+        self.record(note).await;
     }
 
     fn cancelled(&self) -> bool {
-        self.0.is_cancelled()
+        self.ctx.is_cancelled()
+    }
+
+    async fn update_started(&self, handle: &str) {
+        // A resumed update keeps the time it was first started.
+        let started_at = self
+            .earlier
+            .as_ref()
+            .filter(|e| e.handle == handle)
+            .map_or_else(|| self.clock.now(), |e| e.started_at);
+        if let Ok(mut slot) = self.update.lock() {
+            *slot = Some(FollowedUpdate {
+                handle: handle.to_string(),
+                started_at,
+            });
+        }
+        self.record("firmware update started").await;
+    }
+
+    fn earlier_update(&self) -> Option<String> {
+        self.earlier.as_ref().map(|e| e.handle.clone())
     }
 }
 
@@ -145,7 +217,7 @@ impl RackActivities {
             input.device.name
         );
         record(StepStatus::Running, None, start_note).await?;
-        let progress = Heartbeat(&ctx, std::sync::Mutex::new(None));
+        let progress = Heartbeat::new(&ctx, self.clock.as_ref());
         let result = {
             let work = steps::run_all(
                 &self.registry,
@@ -159,7 +231,7 @@ impl RackActivities {
             let beat = async {
                 loop {
                     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-                    let _ = ctx.record_heartbeat(String::from("in progress")).await;
+                    progress.beat("in progress").await;
                 }
             };
             tokio::select! {
@@ -174,7 +246,7 @@ impl RackActivities {
             name: input.device.name.clone(),
             error,
         };
-        let registered = progress.1.lock().ok().and_then(|mut s| s.take());
+        let registered = progress.registered.lock().ok().and_then(|mut s| s.take());
         let mut result = result;
         if let (Ok(_), Some(external_id)) = (&result, registered) {
             // What registration learnt is the component's external id, as the drift sync

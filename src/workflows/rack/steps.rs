@@ -19,6 +19,13 @@ pub trait Progress: Send + Sync {
     fn cancelled(&self) -> bool;
     /// Registration learnt the device's id in its manager (its `external_id`).
     fn registered(&self, _external_id: &str) {}
+    /// A firmware update was started (or resumed): what follows it, kept with the progress so
+    /// a later attempt of the step finds it.
+    async fn update_started(&self, _handle: &str) {}
+    /// The update an earlier attempt of this step started, if it left one.
+    fn earlier_update(&self) -> Option<String> {
+        None
+    }
 }
 
 /// How a step ended, when it did not succeed.
@@ -130,6 +137,10 @@ pub fn power_after(actions: &[Action]) -> Option<DevicePower> {
         Action::PowerControl {
             operation: Some(PowerCode::PowerOff | PowerCode::ForcePowerOff),
         } => Some(DevicePower::Off),
+        // A BMC's own restart leaves the host's power as it was.
+        Action::PowerControl {
+            operation: Some(PowerCode::BmcReset),
+        } => None,
         Action::PowerControl { operation: Some(_) } => Some(DevicePower::On),
         _ => None,
     })
@@ -237,10 +248,22 @@ async fn run(
             ))
         }
         Action::FirmwareStart => {
-            firmware()?
+            let firmware = firmware()?;
+            // A retried step follows the update its earlier attempt started instead of sending
+            // the image again.
+            if let Some(handle) = progress.earlier_update()
+                && firmware.resume_update(device, &handle)
+            {
+                progress.update_started(&handle).await;
+                return Ok("following the firmware update an earlier attempt started".into());
+            }
+            firmware
                 .start_update(device, firmware_request)
                 .await
                 .map_err(StepFailure::Device)?;
+            if let Some(handle) = firmware.update_handle(device) {
+                progress.update_started(&handle).await;
+            }
             Ok("firmware update started".into())
         }
         Action::FirmwareWait {

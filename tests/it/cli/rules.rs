@@ -256,6 +256,12 @@ async fn a_dry_run_shows_the_rule_attached_to_the_rack_and_creates_nothing(app: 
         builtin_plan["racks"][0]["rule"]["name"],
         "built-in warm reset"
     );
+    let bmc_plan = dry_run(
+        &url,
+        &["power", "reset", "--rack", "rack-0001", "--mode", "bmc"],
+    )
+    .await;
+    assert_eq!(bmc_plan["racks"][0]["rule"]["name"], "built-in BMC reset");
     let second = create_example(&url).await;
     let asked = dry_run(
         &url,

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::RedfishManager;
@@ -16,8 +17,9 @@ use crate::components::{
     Device, DeviceError, FirmwareControl, FirmwareRequest, FirmwareState, FirmwareStatus,
 };
 
-/// A firmware update in flight on one device: what to follow and what proves it.
-#[derive(Debug, Clone)]
+/// A firmware update in flight on one device: what to follow and what proves it. It is also
+/// the handle a retried step resumes from, so it serialises.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct Update {
     monitor: Option<String>,
     task: Option<String>,
@@ -25,6 +27,14 @@ pub(super) struct Update {
     monitor_done: bool,
     version: String,
     expect: BTreeMap<String, String>,
+}
+
+/// Where an image goes: pushed whole as multipart or bare, or fetched by the BMC.
+#[derive(Debug, Clone)]
+pub(super) enum Route {
+    Multipart(String),
+    Raw(String),
+    Simple(String),
 }
 
 /// `TaskState` as a firmware state (`Completed` still needs the install proven).
@@ -160,12 +170,9 @@ impl RedfishManager {
             .map(String::from))
     }
 
-    /// Sends the image the way the BMC takes it; the answer names the task.
-    async fn send_image(
-        &self,
-        device: &Device,
-        image: &Image,
-    ) -> Result<crate::clients::redfish::Reply, DeviceError> {
+    /// How the BMC takes `image`, read from its UpdateService before anything is sent:
+    /// `unsupported` when it offers no path for it.
+    pub(super) async fn route(&self, device: &Device, image: &Image) -> Result<Route, DeviceError> {
         let resources = self.resources(device).await?;
         let unsupported = |why: &str| DeviceError::Unsupported(named(device, why.into()));
         let service_path = resources
@@ -174,6 +181,34 @@ impl RedfishManager {
             .ok_or_else(|| unsupported("the BMC has no UpdateService"))?;
         let service = self.get(device, &service_path).await?;
         let uri = |k: &str| service.get(k).and_then(Value::as_str).map(String::from);
+        if image.file.is_some() {
+            return match (uri("MultipartHttpPushUri"), uri("HttpPushUri")) {
+                (Some(target), _) => Ok(Route::Multipart(target)),
+                (None, Some(target)) => Ok(Route::Raw(target)),
+                (None, None) => Err(unsupported(
+                    "the BMC offers neither MultipartHttpPushUri nor HttpPushUri",
+                )),
+            };
+        }
+        service
+            .pointer("/Actions/#UpdateService.SimpleUpdate/target")
+            .and_then(Value::as_str)
+            .map(|t| Route::Simple(t.to_string()))
+            .ok_or_else(|| {
+                unsupported(
+                    "the BMC offers no UpdateService.SimpleUpdate for an image_uri (give the \
+                     catalog entry a file to push)",
+                )
+            })
+    }
+
+    /// Sends the image the way the BMC takes it; the answer names the task.
+    async fn send_image(
+        &self,
+        device: &Device,
+        image: &Image,
+    ) -> Result<crate::clients::redfish::Reply, DeviceError> {
+        let route = self.route(device, image).await?;
         if let Some(file) = &image.file {
             if let Some(want) = &image.sha256 {
                 let got = sha256_file(file.clone()).await.map_err(|e| {
@@ -189,8 +224,8 @@ impl RedfishManager {
                     )));
                 }
             }
-            let (target, upload) = match (uri("MultipartHttpPushUri"), uri("HttpPushUri")) {
-                (Some(target), _) => {
+            let (target, upload) = match route {
+                Route::Multipart(target) => {
                     let mut parameters = json!({"@Redfish.OperationApplyTime": "Immediate"});
                     if !image.targets.is_empty() {
                         parameters["Targets"] = json!(image.targets);
@@ -203,11 +238,8 @@ impl RedfishManager {
                         },
                     )
                 }
-                (None, Some(target)) => (target, Upload::Raw { file: file.clone() }),
-                (None, None) => {
-                    return Err(unsupported(
-                        "the BMC offers neither MultipartHttpPushUri nor HttpPushUri",
-                    ));
+                Route::Raw(target) | Route::Simple(target) => {
+                    (target, Upload::Raw { file: file.clone() })
                 }
             };
             let bmc = Self::bmc(device)?;
@@ -217,18 +249,10 @@ impl RedfishManager {
                 .await
                 .map_err(|e| super::about(device, e));
         }
+        let (Route::Simple(target) | Route::Raw(target) | Route::Multipart(target)) = route;
         let image_uri = image.image_uri.clone().unwrap_or_default();
-        let target = service
-            .pointer("/Actions/#UpdateService.SimpleUpdate/target")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                unsupported(
-                    "the BMC offers no UpdateService.SimpleUpdate for an image_uri (give the \
-                     catalog entry a file to push)",
-                )
-            })?;
         let targets = if image.targets.is_empty() {
-            vec![resources.system.clone()]
+            vec![self.resources(device).await?.system.clone()]
         } else {
             image.targets.clone()
         };
@@ -236,7 +260,7 @@ impl RedfishManager {
         if let Some((protocol, _)) = image_uri.split_once("://") {
             body["TransferProtocol"] = json!(protocol.to_ascii_uppercase());
         }
-        self.post(device, target, &body).await
+        self.post(device, &target, &body).await
     }
 
     /// Where the task stands: `Ok(None)` while its monitor says it runs, else the Task.
@@ -306,6 +330,20 @@ impl FirmwareControl for RedfishManager {
             },
         );
         Ok(())
+    }
+
+    fn update_handle(&self, device: &Device) -> Option<String> {
+        serde_json::to_string(&self.tracked(device)?).ok()
+    }
+
+    fn resume_update(&self, device: &Device, handle: &str) -> bool {
+        match serde_json::from_str::<Update>(handle) {
+            Ok(update) => {
+                self.track(device, update);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     async fn update_status(&self, device: &Device) -> Result<FirmwareStatus, DeviceError> {

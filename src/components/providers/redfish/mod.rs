@@ -212,6 +212,19 @@ impl Preflight for RedfishManager {
         }
     }
 
+    /// Asks the BMC's UpdateService whether it offers the path the catalog image needs; a
+    /// version the catalog lacks is `firmware_gap`'s to report.
+    async fn update_gap(&self, device: &Device, request: &FirmwareRequest) -> Option<String> {
+        let version = request.target_version.as_deref()?;
+        let image = self
+            .catalog
+            .find(device.kind, device.model.as_deref(), version)?;
+        match self.route(device, image).await {
+            Err(DeviceError::Unsupported(why)) => Some(why),
+            _ => None,
+        }
+    }
+
     fn firmware_gap(&self, device: &Device, request: &FirmwareRequest) -> Option<String> {
         match request.target_version.as_deref() {
             None => Some(format!(

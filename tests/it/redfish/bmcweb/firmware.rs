@@ -142,6 +142,58 @@ async fn a_bundle_is_pushed_multipart_followed_to_its_task_and_proven_by_expect(
 }
 
 #[tokio::test]
+async fn a_monitor_already_gone_leaves_the_task_to_tell_completed_or_exception() {
+    let port = free_port();
+    let at = bmc(GB200, port, |_| {}).await;
+    let dir = TempDir::new();
+    let good = r#"{"install": {"FW_BMC_0": "25.06-2"}}"#;
+    let bad = r#"{"fail": "Firmware package rejected by the ERoT."}"#;
+    let mut setup = Setup::http(port);
+    setup.catalog_file = Some(catalog(
+        &dir,
+        &[("25.06-2", good, None), ("25.06-3", bad, None)],
+    ));
+    let fw = setup.manager();
+    let d = device(ComponentType::Compute, &at);
+    for (task, version, want) in [
+        (1, "25.06-2", FirmwareState::Completed),
+        (2, "25.06-3", FirmwareState::Failed),
+    ] {
+        fw.start_update(&d, &request(version)).await.unwrap();
+        {
+            let mut b = at.bmc.lock().unwrap();
+            super::update::end_unseen(&mut b);
+            b.requests.clear();
+        }
+        let s = fw.update_status(&d).await.unwrap();
+        assert_eq!(s.state, want, "{s:?}");
+        let b = at.bmc.lock().unwrap();
+        let monitor = format!("GET /redfish/v1/TaskService/Tasks/{task}/Monitor");
+        let read = format!("GET /redfish/v1/TaskService/Tasks/{task}");
+        assert_eq!(
+            b.requests
+                .iter()
+                .filter(|r| **r == monitor || **r == read)
+                .count(),
+            2,
+            "the monitor (404), then the Task: {:?}",
+            b.requests
+        );
+        if want == FirmwareState::Completed {
+            assert_eq!(s.version.as_deref(), Some("25.06-2"));
+        } else {
+            let error = s.error.clone().unwrap_or_default();
+            assert!(
+                error.contains("Exception")
+                    && error.contains("Firmware package rejected by the ERoT.")
+                    && !error.contains("404"),
+                "{error}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_bmc_with_only_http_push_uri_gets_the_bare_image() {
     let port = free_port();
     let at = bmc(GBSWITCH, port, |b| {

@@ -37,6 +37,8 @@ pub struct Tasks {
     next: u32,
     runs: HashMap<u32, Run>,
     pub pushes: Vec<Push>,
+    /// Polls a task stays `Running` (default [`RUNNING_POLLS`]).
+    pub running_polls: Option<u32>,
 }
 
 fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
@@ -133,7 +135,7 @@ pub fn push(b: &mut Bmc, path: &str, headers: &HeaderMap, body: &Bytes) -> Optio
     b.tasks.runs.insert(
         id,
         Run {
-            polls_left: RUNNING_POLLS,
+            polls_left: b.tasks.running_polls.unwrap_or(RUNNING_POLLS),
             bundle: serde_json::from_slice(&file).unwrap_or(Value::Null),
             monitor_done: false,
         },
@@ -175,6 +177,23 @@ fn finish(b: &mut Bmc, id: u32) {
             json!([{"MessageId": "Update.1.0.ApplyFailed",
             "Message": why}]),
         );
+    }
+}
+
+/// Ends every running task now and spends its monitor's one 204, as when another client read it
+/// first: the next monitor read is a 404 and only the Task tells how it ended.
+pub fn end_unseen(b: &mut Bmc) {
+    let running: Vec<u32> = b
+        .tasks
+        .runs
+        .iter()
+        .filter(|(_, r)| r.polls_left > 0)
+        .map(|(id, _)| *id)
+        .collect();
+    for id in running {
+        finish(b, id);
+        let run = b.tasks.runs.get_mut(&id).unwrap();
+        (run.polls_left, run.monitor_done) = (0, true);
     }
 }
 
