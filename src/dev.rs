@@ -64,6 +64,10 @@ pub fn apply_defaults(config: &mut Config, env: &HashMap<String, String>) {
     if unset("FLOW_AUTH") && config.auth.mode.is_empty() {
         config.auth.mode = "none".into();
     }
+    // The simulators and any local PSM or BMC stand-in listen on loopback.
+    if unset("FLOW_BMC_ALLOWED_NETWORKS") && config.components.bmc_allowed_networks.is_empty() {
+        config.components.bmc_allowed_networks = vec!["127.0.0.0/8".into()];
+    }
     if unset("FLOW_SIM_LATENCY_MS") && config.sim.latency == default.sim.latency {
         config.sim.latency = Duration::from_millis(DEV_SIM_LATENCY_MS);
     }
@@ -330,6 +334,7 @@ mod tests {
         assert_eq!(c.database.url.expose(), "sqlite://flow.db?mode=rwc");
         assert_eq!(c.temporal.address, "http://localhost:7233");
         assert_eq!(c.auth.mode, "none");
+        assert_eq!(c.components.bmc_allowed_networks, ["127.0.0.0/8"]);
         assert!(banner(&c, true).contains("Auth        none"));
     }
 
@@ -352,8 +357,10 @@ mod tests {
         let c = dev_config(&[
             ("FLOW_COMPONENT_MANAGERS", "powershelf=psm"),
             ("FLOW_LISTEN", ""),
+            ("FLOW_BMC_ALLOWED_NETWORKS", "10.20.0.0/16"),
         ]);
         assert_eq!(c.components.managers, "powershelf=psm");
+        assert_eq!(c.components.bmc_allowed_networks, ["10.20.0.0/16"]);
         assert_eq!(c.server.listen.to_string(), "127.0.0.1:8080");
     }
 

@@ -77,6 +77,7 @@ impl Registry {
                 max_inflight_per_bmc: bmc.max_inflight_per_bmc,
                 ca_file: bmc.ca_file.clone(),
                 insecure: bmc.insecure,
+                allowed_networks: config.bmc_networks(),
             },
             default_login: match (&bmc.username, &bmc.password) {
                 (Some(username), Some(password)) => Some(Login {
@@ -105,6 +106,7 @@ impl Registry {
                 timeout: config.psm.timeout,
                 pmc_credentials: None,
                 logins,
+                allowed_networks: config.bmc_networks(),
                 tls: PsmTls {
                     ca_file: config.psm.ca_file.clone(),
                     client_cert_file: config.psm.client_cert_file.clone(),
