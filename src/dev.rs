@@ -39,6 +39,9 @@ pub enum DevError {
     Service(#[from] crate::error::Error),
 }
 
+/// `flow dev`'s management network: loopback and the network of `examples/rack-g10.json`.
+pub const DEV_BMC_NETWORKS: [&str; 2] = ["127.0.0.0/8", "10.20.0.0/16"];
+
 /// Fills in `flow dev`'s defaults where the user set nothing: a variable counts as set when it is
 /// non-empty (`FLOW_COMPONENT_MANAGERS`: when present, as empty means "none" there), and a value
 /// a config file changed from the built-in default is kept as well.
@@ -63,6 +66,10 @@ pub fn apply_defaults(config: &mut Config, env: &HashMap<String, String>) {
     // One command to run locally: no identity provider or token to set up first.
     if unset("FLOW_AUTH") && config.auth.mode.is_empty() {
         config.auth.mode = "none".into();
+    }
+    // Loopback (a local PSM or BMC stand-in) and the example rack's management network.
+    if unset("FLOW_BMC_ALLOWED_NETWORKS") && config.components.bmc_allowed_networks.is_empty() {
+        config.components.bmc_allowed_networks = DEV_BMC_NETWORKS.map(String::from).to_vec();
     }
     if unset("FLOW_SIM_LATENCY_MS") && config.sim.latency == default.sim.latency {
         config.sim.latency = Duration::from_millis(DEV_SIM_LATENCY_MS);
@@ -330,6 +337,7 @@ mod tests {
         assert_eq!(c.database.url.expose(), "sqlite://flow.db?mode=rwc");
         assert_eq!(c.temporal.address, "http://localhost:7233");
         assert_eq!(c.auth.mode, "none");
+        assert_eq!(c.components.bmc_allowed_networks, DEV_BMC_NETWORKS);
         assert!(banner(&c, true).contains("Auth        none"));
     }
 
@@ -352,8 +360,10 @@ mod tests {
         let c = dev_config(&[
             ("FLOW_COMPONENT_MANAGERS", "powershelf=psm"),
             ("FLOW_LISTEN", ""),
+            ("FLOW_BMC_ALLOWED_NETWORKS", "10.20.0.0/16"),
         ]);
         assert_eq!(c.components.managers, "powershelf=psm");
+        assert_eq!(c.components.bmc_allowed_networks, ["10.20.0.0/16"]);
         assert_eq!(c.server.listen.to_string(), "127.0.0.1:8080");
     }
 

@@ -173,7 +173,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Dev => {
             dev::apply_defaults(&mut config, &std::env::vars().collect());
             let telemetry = telemetry::init(&config.log.filter, &config.log.format);
-            tracing::info!(?config, "starting flow dev");
+            tracing::info!(config = %config.effective_line(), "starting flow dev");
             // No context added: each dev error already says what to do.
             let result = dev::run(config, shutdown_signal()).await;
             telemetry.shutdown();
@@ -212,13 +212,16 @@ FLOW_AUTH=token (API tokens from `flow token create`), FLOW_AUTH=jwt,token (both
 FLOW_AUTH=none to accept every request without credentials (local use only)"
         );
     };
+    config.check_bmc_confinement()?;
     let telemetry = telemetry::init(&config.log.filter, &config.log.format);
     if modes.is_none() {
         tracing::warn!(
             "FLOW_AUTH=none: every request is accepted without credentials and audited as `anonymous`"
         );
     }
-    tracing::info!(?config, ?roles, "starting flow");
+    // The effective settings, redacted as `flow config check` prints them (`Debug` would show
+    // URL query strings such as `?password=`).
+    tracing::info!(config = %config.effective_line(), ?roles, "starting flow");
     let result = service::run(config, roles, shutdown_signal()).await;
     // Buffered spans reach the collector before the process ends.
     telemetry.shutdown();

@@ -8,6 +8,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::bmc_address::ensure_allowed;
 use super::extract::{IfMatch, Json, Query, etag, uuid_param, with_location};
 use super::openapi::COMPONENTS;
 use super::problem::{ApiResult, Problem};
@@ -112,6 +113,8 @@ pub async fn add_component(
     Json(body): Json<ComponentInput>,
 ) -> ApiResult<impl IntoResponse> {
     let new = body.into_domain()?;
+    let networks = state.config().bmc_networks();
+    ensure_allowed(&networks, [("bmcs".to_string(), new.bmcs.as_slice())])?;
     let component = components::add(state.db(), &new, state.now()).await?;
     let location = format!("/v1/components/{}", component.id);
     Ok(with_location(
@@ -259,6 +262,8 @@ pub async fn patch_component(
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
     let patch = body.into_domain()?;
+    let networks = state.config().bmc_networks();
+    ensure_allowed(&networks, [("bmcs".to_string(), patch.bmcs.as_slice())])?;
     let component =
         components::patch(state.db(), id.into(), &patch, if_match.0, state.now()).await?;
     Ok(with_etag(StatusCode::OK, component))

@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod audit;
+pub mod bmc_address;
 pub mod client;
 pub mod components;
 pub mod doc_pass;

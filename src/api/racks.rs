@@ -8,6 +8,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::bmc_address;
 use super::extract::{IfMatch, Json, Query, etag, uuid_param, with_location};
 use super::openapi::RACKS;
 use super::problem::{ApiResult, Problem};
@@ -107,6 +108,8 @@ pub async fn create_expected_rack(
     Json(body): Json<CreateRackRequest>,
 ) -> ApiResult<impl IntoResponse> {
     let new = body.into_domain()?;
+    let networks = state.config().bmc_networks();
+    bmc_address::ensure_allowed(&networks, bmc_address::of_components(&new.components))?;
     let rack = racks::create(state.db(), &new, state.now()).await?;
     let location = format!("/v1/racks/{}", rack.id);
     let mut doc = RackDoc::from(rack);
@@ -225,6 +228,8 @@ pub async fn patch_rack(
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
     let patch = body.into_domain()?;
+    let networks = state.config().bmc_networks();
+    bmc_address::ensure_allowed(&networks, bmc_address::of_components(&patch.components))?;
     let (rack, report) =
         racks::patch(state.db(), id.into(), &patch, if_match.0, state.now()).await?;
     let mut headers = HeaderMap::new();

@@ -81,6 +81,7 @@ impl Registry {
                 max_inflight_per_bmc: bmc.max_inflight_per_bmc,
                 ca_file: bmc.ca_file.clone(),
                 insecure: bmc.insecure,
+                allowed_networks: config.bmc_networks(),
             },
             default_login: match (&bmc.username, &bmc.password) {
                 (Some(username), Some(password)) => Some(Login {
@@ -109,6 +110,7 @@ impl Registry {
                 timeout: psm.timeout,
                 pmc_credentials: None,
                 logins,
+                allowed_networks: config.bmc_networks(),
                 tls: PsmTls {
                     ca_file: psm.ca_file.clone(),
                     client_cert_file: psm.client_cert_file.clone(),

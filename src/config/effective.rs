@@ -44,6 +44,16 @@ impl Config {
             .collect()
     }
 
+    /// [`effective`](Self::effective) on one line, for the start-up log: the same redaction
+    /// as `flow config check` (passwords and secret query parameters of URLs hidden).
+    pub fn effective_line(&self) -> String {
+        self.effective()
+            .into_iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// [`effective`](Self::effective) as the text of a TOML file.
     pub fn effective_toml(&self) -> String {
         self.effective()
@@ -109,5 +119,29 @@ mod tests {
         let text = format!("{c:?}{}", c.effective_toml());
         assert!(!text.contains("s3cret"), "{text}");
         assert!(text.contains("postgres://flow:***@db/flow"), "{text}");
+    }
+
+    #[test]
+    fn the_start_up_line_hides_url_passwords_and_secret_query_parameters() {
+        let c = Config::load(&env(&[
+            (
+                "FLOW_DATABASE_URL",
+                "postgres://flow@db/flow?password=db-s3cret",
+            ),
+            ("FLOW_TEMPORAL_ADDRESS", "https://u:t-s3cret@temporal:7233"),
+            (
+                "FLOW_JWT_JWKS_URL",
+                "https://idp.example/keys?token=j-s3cret",
+            ),
+            ("FLOW_REDFISH_PASSWORD", "bmc-s3cret"),
+        ]))
+        .unwrap();
+        let line = c.effective_line();
+        assert!(!line.contains("s3cret"), "{line}");
+        assert!(
+            line.contains("password=***") && line.contains("token=***"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
     }
 }

@@ -227,6 +227,10 @@ pub const SETTINGS: &[Setting] = &[
         check::managers,
     )
     .form(EnvForm::EmptyIsValue),
+    list(
+        "FLOW_BMC_ALLOWED_NETWORKS",
+        "components.bmc_allowed_networks",
+    ),
     int("FLOW_SIM_LATENCY_MS", "sim.latency", 200, 0, 600_000),
     int("FLOW_SIM_FIRMWARE_SECS", "sim.firmware", 5, 0, 86_400),
     list("FLOW_SIM_FAIL_SERIALS", "sim.fail_serials"),

@@ -187,6 +187,36 @@ fn redfish_settings_come_from_variables_and_the_password_stays_hidden() {
 }
 
 #[test]
+fn managers_that_send_logins_need_the_management_network() {
+    let load = |pairs: &[(&str, &str)]| Config::load(&env(pairs)).unwrap();
+    for managers in ["compute=redfish", "powershelf=psm"] {
+        let c = load(&[
+            ("FLOW_COMPONENT_MANAGERS", managers),
+            ("FLOW_REDFISH_USERNAME", "admin"),
+            ("FLOW_REDFISH_PASSWORD", "pw"),
+        ]);
+        let err = c.check_bmc_confinement().unwrap_err().to_string();
+        assert!(err.contains("FLOW_BMC_ALLOWED_NETWORKS"), "{err}");
+    }
+    let c = load(&[
+        ("FLOW_COMPONENT_MANAGERS", "powershelf=psm"),
+        ("FLOW_BMC_ALLOWED_NETWORKS", "10.20.0.0/16, fd00:20::/48"),
+    ]);
+    assert!(c.check_bmc_confinement().is_ok());
+    assert!(c.bmc_networks().allows("10.20.1.2").is_ok());
+    assert!(
+        load(&[("FLOW_COMPONENT_MANAGERS", "compute=sim")])
+            .check_bmc_confinement()
+            .is_ok()
+    );
+    let err = Config::load(&env(&[("FLOW_BMC_ALLOWED_NETWORKS", "10.0.0.0/99")])).unwrap_err();
+    assert!(
+        err.to_string().contains("FLOW_BMC_ALLOWED_NETWORKS"),
+        "{err}"
+    );
+}
+
+#[test]
 fn redfish_without_credentials_or_with_bad_settings_refuses_to_start() {
     for (pairs, key) in [
         (

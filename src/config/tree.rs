@@ -99,6 +99,10 @@ pub struct Schedules {
 pub struct Components {
     /// Provider per component type; empty = none.
     pub managers: Managers,
+    /// The management network: CIDRs (or addresses) BMC and PMC addresses must be inside, at
+    /// write time and before any login is sent; empty = unset, which `flow serve` and `flow
+    /// worker` refuse when a `redfish` or `psm` manager is configured.
+    pub bmc_allowed_networks: Vec<String>,
     /// Deadline of one manager's inventory report (validation and drift sync).
     #[serde(with = "secs")]
     pub observe_timeout: Duration,

@@ -153,8 +153,36 @@ impl Config {
         if let Err(e) = crate::config::parse_networks(&self.server.trusted_proxies) {
             return Err(ConfigError(format!("FLOW_TRUSTED_PROXIES: {e}")));
         }
+        if let Err(e) =
+            crate::domain::ManagementNetworks::parse(&self.components.bmc_allowed_networks)
+        {
+            return Err(ConfigError(format!("FLOW_BMC_ALLOWED_NETWORKS: {e}")));
+        }
         self.validate_redfish()?;
         self.validate_auth()
+    }
+
+    /// The management network as parsed (checked at load, so a bad list cannot reach here).
+    pub fn bmc_networks(&self) -> crate::domain::ManagementNetworks {
+        crate::domain::ManagementNetworks::parse(&self.components.bmc_allowed_networks)
+            .unwrap_or_default()
+    }
+
+    /// What `flow serve` and `flow worker` refuse: a manager that sends logins to BMCs or PMCs
+    /// (`redfish`, `psm`) with no management network to confine them to.
+    pub fn check_bmc_confinement(&self) -> Result<(), ConfigError> {
+        let managers = &self.components.managers;
+        let sends_logins = managers.uses(ProviderKind::Redfish) || managers.uses(ProviderKind::Psm);
+        if sends_logins && self.components.bmc_allowed_networks.is_empty() {
+            return Err(ConfigError(
+                "FLOW_BMC_ALLOWED_NETWORKS is not set: FLOW_COMPONENT_MANAGERS uses redfish or psm, \
+                 which send BMC/PMC logins; list the management network's CIDRs (e.g. \
+                 FLOW_BMC_ALLOWED_NETWORKS=10.20.0.0/16,fd00:20::/48), and nothing outside it is \
+                 ever contacted"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// PSM's client key pair, and a Redfish manager with no login to send.

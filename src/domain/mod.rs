@@ -7,12 +7,14 @@
 pub mod code;
 pub mod device;
 pub mod kinds;
+pub mod network;
 pub mod operation;
 pub mod role;
 
 pub use code::OperationCode;
 pub use device::{Device, DevicePower, FirmwareRequest, PowerOp};
 pub use kinds::{BmcType, ComponentType, MacAddress, PowerState};
+pub use network::ManagementNetworks;
 pub use operation::{
     ConflictStrategy, Operation, OperationSpec, OperationTemplate, RackRef, TargetSpec,
 };

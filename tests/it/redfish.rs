@@ -3,6 +3,7 @@
 //! show (sessions, task monitors, 503 + Retry-After, ExtendedInfo), and PSM over mutual TLS.
 
 mod bmcweb;
+mod confine;
 mod emulator;
 mod psm_tls;
 mod standin;
@@ -31,6 +32,8 @@ pub struct Setup {
     pub catalog_file: Option<PathBuf>,
     pub firmware_members: Option<String>,
     pub max_inflight: usize,
+    /// `FLOW_BMC_ALLOWED_NETWORKS`: loopback, where every in-test BMC listens.
+    pub allowed_networks: flow::domain::ManagementNetworks,
 }
 
 impl Setup {
@@ -45,6 +48,7 @@ impl Setup {
             catalog_file: None,
             firmware_members: None,
             max_inflight: 2,
+            allowed_networks: crate::support::bmc_networks(),
         }
     }
 
@@ -57,6 +61,7 @@ impl Setup {
                 max_inflight_per_bmc: self.max_inflight,
                 ca_file: self.ca_file.clone(),
                 insecure: self.insecure,
+                allowed_networks: self.allowed_networks.clone(),
             },
             default_login: Some(Login {
                 username: USER.into(),

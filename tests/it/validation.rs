@@ -43,6 +43,7 @@ impl Harness {
             url: psm.url.clone(),
             timeout: Duration::from_secs(5),
             pmc_credentials: None,
+            allowed_networks: crate::support::bmc_networks(),
             ..Default::default()
         };
         let registry = Arc::new(

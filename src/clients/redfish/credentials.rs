@@ -10,6 +10,8 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 
+use crate::domain::ManagementNetworks;
+
 /// A username and password; the password never leaves through `Debug` or `Display`.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 pub struct Login {
@@ -27,11 +29,25 @@ impl fmt::Debug for Login {
 }
 
 /// What one BMC's entry may say beyond its login: the system to drive when discovery cannot
-/// tell (`system = "System_0"`).
+/// tell (`system = "System_0"`), and how its certificate is checked when the site's CA cannot
+/// vouch for its address (`pin_sha256`, `server_name`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BmcOptions {
     /// The `Id` (or `@odata.id`) of the host system among the BMC's `Systems`.
     pub system: Option<String>,
+    /// SHA-256 of the leaf certificate's DER, lower-case hex: that certificate and no other.
+    pub pin_sha256: Option<String>,
+    /// The name the certificate is verified for (with `FLOW_REDFISH_CA_FILE`) instead of the IP.
+    pub server_name: Option<String>,
+}
+
+/// A `[default]` or `[manufacturer."…"]` entry: a login, and the networks it may be sent to.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoginEntry {
+    username: String,
+    password: String,
+    networks: Option<Vec<String>>,
 }
 
 /// A `[bmc."…"]` entry: a login and that BMC's options (its `Debug` is the login's, masked).
@@ -40,34 +56,67 @@ pub struct BmcOptions {
 struct BmcEntry {
     username: String,
     password: String,
+    networks: Option<Vec<String>>,
     system: Option<String>,
+    pin_sha256: Option<String>,
+    server_name: Option<String>,
 }
 
 impl fmt::Debug for BmcEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BmcEntry")
-            .field("login", &self.login())
+            .field("login", &self.login().0)
             .field("system", &self.system)
             .finish()
     }
 }
 
-impl BmcEntry {
-    fn login(&self) -> Login {
-        Login {
+impl fmt::Debug for LoginEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("LoginEntry").field(&self.login().0).finish()
+    }
+}
+
+/// A login and the networks its entry confines it to (`None`: the management network's).
+type Scoped = (Login, Option<Vec<String>>);
+
+impl LoginEntry {
+    fn login(&self) -> Scoped {
+        let login = Login {
             username: self.username.clone(),
             password: self.password.clone(),
-        }
+        };
+        (login, self.networks.clone())
     }
+}
+
+impl BmcEntry {
+    fn login(&self) -> Scoped {
+        let login = Login {
+            username: self.username.clone(),
+            password: self.password.clone(),
+        };
+        (login, self.networks.clone())
+    }
+}
+
+/// `AB:CD:…`, `abcd…` or `ab cd …` → 64 lower-case hex digits, or `None`.
+pub fn normal_pin(pin: &str) -> Option<String> {
+    let hex: String = pin
+        .chars()
+        .filter(|c| !matches!(c, ':' | ' '))
+        .collect::<String>()
+        .to_ascii_lowercase();
+    (hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit())).then_some(hex)
 }
 
 /// The file's shape: `[default]`, `[manufacturer."NVIDIA"]`, `[bmc."aa:bb:cc:dd:ee:ff"]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileLogins {
-    default: Option<Login>,
+    default: Option<LoginEntry>,
     #[serde(default)]
-    manufacturer: HashMap<String, Login>,
+    manufacturer: HashMap<String, LoginEntry>,
     #[serde(default)]
     bmc: HashMap<String, BmcEntry>,
 }
@@ -86,6 +135,42 @@ impl FileLogins {
             .map(|(k, v)| (normal_mac(&k), v))
             .collect();
         self
+    }
+
+    /// Every `networks` list parses and every pin is a SHA-256; an error names the entry only.
+    fn check(&self) -> Result<(), String> {
+        let scoped = self
+            .default
+            .iter()
+            .map(|e| ("[default]".to_string(), &e.networks))
+            .chain(
+                self.manufacturer
+                    .iter()
+                    .map(|(k, e)| (format!("[manufacturer.{k:?}]"), &e.networks)),
+            )
+            .chain(
+                self.bmc
+                    .iter()
+                    .map(|(k, e)| (format!("[bmc.{k:?}]"), &e.networks)),
+            );
+        for (entry, networks) in scoped {
+            if let Some(networks) = networks {
+                ManagementNetworks::parse(networks)
+                    .map_err(|e| format!("{entry} networks: {e}"))?;
+            }
+        }
+        for (key, entry) in &self.bmc {
+            if entry
+                .pin_sha256
+                .as_deref()
+                .is_some_and(|p| normal_pin(p).is_none())
+            {
+                return Err(format!(
+                    "[bmc.{key:?}] pin_sha256: not a SHA-256 fingerprint (64 hex digits)"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -142,10 +227,11 @@ fn read(path: &PathBuf) -> Result<Loaded, String> {
             path.display()
         )
     })?;
-    Ok(Loaded {
-        modified,
-        logins: logins.normalised(),
-    })
+    let logins = logins.normalised();
+    logins
+        .check()
+        .map_err(|e| format!("FLOW_REDFISH_CREDENTIALS_FILE {}: {e}", path.display()))?;
+    Ok(Loaded { modified, logins })
 }
 
 impl Credentials {
@@ -190,9 +276,9 @@ impl Credentials {
         }
     }
 
-    /// The login for a BMC: by its MAC, else its manufacturer, else the file's default, else
-    /// the configured default.
-    pub fn lookup(&self, bmc_mac: Option<&str>, manufacturer: &str) -> Option<Login> {
+    /// The most specific entry's login and networks: by the BMC's MAC, else its
+    /// manufacturer, else the file's default; then the configured default (no networks).
+    fn scoped(&self, bmc_mac: Option<&str>, manufacturer: &str) -> Option<Scoped> {
         self.reload_if_changed();
         let loaded = self.loaded.lock().ok()?;
         let logins = &loaded.logins;
@@ -203,10 +289,39 @@ impl Credentials {
                 logins
                     .manufacturer
                     .get(&manufacturer.trim().to_ascii_lowercase())
-                    .cloned()
+                    .map(LoginEntry::login)
             })
-            .or_else(|| logins.default.clone())
-            .or_else(|| self.default.clone())
+            .or_else(|| logins.default.as_ref().map(LoginEntry::login))
+            .or_else(|| self.default.clone().map(|l| (l, None)))
+    }
+
+    /// The login for a BMC: by its MAC, else its manufacturer, else the file's default, else
+    /// the configured default.
+    pub fn lookup(&self, bmc_mac: Option<&str>, manufacturer: &str) -> Option<Login> {
+        self.scoped(bmc_mac, manufacturer).map(|(login, _)| login)
+    }
+
+    /// The login for the BMC (or PMC) at `ip`, only when its entry's `networks` (if it lists
+    /// any) contain `ip`: `Ok(None)` when none is configured, `Err` saying why it is withheld.
+    pub fn login_for(
+        &self,
+        bmc_mac: Option<&str>,
+        manufacturer: &str,
+        ip: &str,
+    ) -> Result<Option<Login>, String> {
+        let Some((login, networks)) = self.scoped(bmc_mac, manufacturer) else {
+            return Ok(None);
+        };
+        if let Some(networks) = networks {
+            let networks = ManagementNetworks::parse(&networks).unwrap_or_default();
+            if networks.allows(ip).is_err() {
+                return Err(format!(
+                    "the login for {ip} is not sent there: its credentials-file entry lists \
+                     other networks"
+                ));
+            }
+        }
+        Ok(Some(login))
     }
 
     /// The options of the BMC with this MAC (none configured: all defaults).
@@ -219,6 +334,8 @@ impl Credentials {
             .and_then(|m| loaded.logins.bmc.get(&normal_mac(m)))
             .map(|e| BmcOptions {
                 system: e.system.clone(),
+                pin_sha256: e.pin_sha256.as_deref().and_then(normal_pin),
+                server_name: e.server_name.clone(),
             })
             .unwrap_or_default()
     }
@@ -273,6 +390,50 @@ mod tests {
         let err = c.reload().unwrap_err();
         assert!(!err.contains("hunter2"), "{err}");
         assert!(format!("{c:?}").contains("***") && !format!("{c:?}").contains("env-secret"));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_login_goes_only_to_its_entrys_networks_and_pins_are_checked() {
+        let path = std::env::temp_dir().join(format!("flow-creds-{}.toml", uuid::Uuid::new_v4()));
+        std::fs::write(
+            &path,
+            "[manufacturer.NVIDIA]\nusername = \"nv\"\npassword = \"n\"\nnetworks = [\"10.20.0.0/16\"]\n\
+             [bmc.\"aa:bb:cc:00:00:01\"]\nusername = \"one\"\npassword = \"o\"\n\
+             pin_sha256 = \"AB:CD:ef:01:23:45:67:89:AB:CD:ef:01:23:45:67:89:AB:CD:ef:01:23:45:67:89:AB:CD:ef:01:23:45:67:89\"\n\
+             server_name = \"bmc1.example\"\n",
+        )
+        .unwrap();
+        let c = Credentials::new(Some(login("env")), Some(path.clone())).unwrap();
+        let user = |ip: &str| {
+            c.login_for(None, "NVIDIA", ip)
+                .map(|l| l.map(|l| l.username))
+        };
+        assert_eq!(user("10.20.1.1"), Ok(Some("nv".into())));
+        let err = user("10.99.1.1").unwrap_err();
+        assert!(err.contains("10.99.1.1"), "{err}");
+        assert_eq!(
+            c.login_for(None, "Other", "10.99.1.1")
+                .unwrap()
+                .unwrap()
+                .username,
+            "env"
+        );
+        let options = c.options(Some("aa:bb:cc:00:00:01"));
+        assert_eq!(options.pin_sha256.as_deref().map(str::len), Some(64));
+        assert_eq!(options.server_name.as_deref(), Some("bmc1.example"));
+        std::fs::write(
+            &path,
+            "[bmc.\"aa:bb:cc:00:00:01\"]\nusername = \"one\"\npassword = \"o\"\npin_sha256 = \"abc\"\n",
+        )
+        .unwrap();
+        assert!(c.reload().unwrap_err().contains("pin_sha256"));
+        std::fs::write(
+            &path,
+            "[default]\nusername = \"d\"\npassword = \"d\"\nnetworks = [\"nope\"]\n",
+        )
+        .unwrap();
+        assert!(c.reload().unwrap_err().contains("[default] networks"));
         std::fs::remove_file(&path).unwrap();
     }
 }

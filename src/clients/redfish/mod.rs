@@ -1,10 +1,15 @@
 //! HTTPS client for BMCs speaking Redfish: TLS, logins (basic auth or a Redfish session),
 //! a bound on calls in flight per BMC, a deadline on every call, bounded answers, and errors
-//! classified transient or permanent. Every request goes out through `RedfishClient::send`.
+//! classified transient or permanent. Every request goes out through `RedfishClient::send`,
+//! which contacts only addresses inside the management network (`FLOW_BMC_ALLOWED_NETWORKS`)
+//! and only the BMC's own `scheme://address:port`: a URL in an answer (`@odata.id`,
+//! `Location`, a task monitor, `Links.Sessions`) naming anything else is refused, never
+//! followed, and redirects are never followed at all.
 
 pub mod credentials;
 mod error;
 mod push;
+mod tls;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -16,10 +21,13 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use crate::domain::ManagementNetworks;
+
 pub use credentials::{BmcOptions, Credentials, Login, normal_mac};
 pub use error::{RedfishError, bmc_message};
 use error::{chain, retry_after};
 pub use push::{Upload, sha256_file};
+pub use tls::{CertCheck, fingerprint};
 
 /// The most a BMC answer may weigh; anything larger is refused rather than buffered.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -39,6 +47,8 @@ pub struct RedfishSettings {
     pub max_inflight_per_bmc: usize,
     pub ca_file: Option<PathBuf>,
     pub insecure: bool,
+    /// The management network: no other address is ever contacted.
+    pub allowed_networks: ManagementNetworks,
 }
 
 /// One BMC as a call addresses it: where it is, and what picks its login.
@@ -80,6 +90,9 @@ struct BmcState {
 /// The shared client: one connection pool for every BMC.
 pub struct RedfishClient {
     http: reqwest::Client,
+    /// Clients for BMCs whose credentials-file entry pins a certificate or names a server.
+    checked: Mutex<HashMap<CertCheck, reqwest::Client>>,
+    ca_pem: Option<Vec<u8>>,
     settings: RedfishSettings,
     credentials: Arc<Credentials>,
     total: Semaphore,
@@ -100,15 +113,12 @@ impl RedfishClient {
     pub fn new(settings: RedfishSettings, credentials: Arc<Credentials>) -> Result<Self, String> {
         // rustls is built with ring only; reqwest needs it installed as the process default.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
-            .timeout(settings.timeout)
-            .connect_timeout(settings.timeout)
-            .pool_max_idle_per_host(settings.max_inflight_per_bmc)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .redirect(reqwest::redirect::Policy::none());
+        let mut builder = base_builder(&settings);
+        let mut ca_pem = None;
         if let Some(path) = &settings.ca_file {
             let pem = std::fs::read(path)
                 .map_err(|e| format!("FLOW_REDFISH_CA_FILE {}: {e}", path.display()))?;
+            ca_pem = Some(pem.clone());
             let certs = reqwest::Certificate::from_pem_bundle(&pem)
                 .map_err(|e| format!("FLOW_REDFISH_CA_FILE {}: {e}", path.display()))?;
             if certs.is_empty() {
@@ -131,6 +141,8 @@ impl RedfishClient {
             .map_err(|e| format!("Redfish HTTP client: {}", chain(&e)))?;
         Ok(Self {
             http,
+            checked: Mutex::new(HashMap::new()),
+            ca_pem,
             total: Semaphore::new(MAX_INFLIGHT_TOTAL),
             bmcs: Mutex::new(HashMap::new()),
             settings,
@@ -160,21 +172,85 @@ impl RedfishClient {
             .clone()
     }
 
-    /// `scheme://ip:port` + path; a path that is already a URL (a task monitor) is kept.
-    fn url(&self, ip: &str, path: &str) -> String {
-        if path.starts_with("http://") || path.starts_with("https://") {
-            return path.to_string();
-        }
+    /// The BMC's own origin, `scheme://ip:port`.
+    fn origin(&self, ip: &str) -> String {
         let host = if ip.contains(':') && !ip.starts_with('[') {
             format!("[{ip}]")
         } else {
             ip.to_string()
         };
-        let slash = if path.starts_with('/') { "" } else { "/" };
-        format!(
-            "{}://{host}:{}{slash}{path}",
-            self.settings.scheme, self.settings.port
-        )
+        format!("{}://{host}:{}", self.settings.scheme, self.settings.port)
+    }
+
+    /// The BMC's origin + path. A path that is already a URL (a task monitor, a `Location`)
+    /// is kept only when it names that same origin: anything else is refused, naming only the
+    /// foreign host, so no request (and no login) ever goes there.
+    fn url(&self, ip: &str, path: &str) -> Result<reqwest::Url, RedfishError> {
+        let origin = self.origin(ip);
+        let refused = |why: String| RedfishError::Credentials {
+            status: None,
+            message: format!("BMC {ip}: {why}"),
+        };
+        let own = reqwest::Url::parse(&origin)
+            .map_err(|_| refused(format!("{ip:?} is not an address")))?;
+        let url = match reqwest::Url::parse(path) {
+            Ok(absolute) => absolute,
+            Err(_) => {
+                let slash = if path.starts_with('/') { "" } else { "/" };
+                reqwest::Url::parse(&format!("{origin}{slash}{path}"))
+                    .map_err(|_| refused("the answer names an unusable path".into()))?
+            }
+        };
+        let same = url.scheme() == own.scheme()
+            && url.host() == own.host()
+            && url.port_or_known_default() == own.port_or_known_default()
+            && url.username().is_empty()
+            && url.password().is_none();
+        if !same {
+            let host = url.host_str().unwrap_or("no host");
+            return Err(refused(format!(
+                "its answer points at another origin (host {host}); not followed, and no \
+                 login is sent there"
+            )));
+        }
+        Ok(url)
+    }
+
+    /// Refuses an address outside the management network before anything is sent.
+    fn confined(&self, bmc: Bmc<'_>) -> Result<(), RedfishError> {
+        self.settings
+            .allowed_networks
+            .allows(bmc.ip)
+            .map_err(|why| RedfishError::Credentials {
+                status: None,
+                message: format!("BMC {} not contacted: {why}", bmc.ip),
+            })
+    }
+
+    /// The HTTP client for this BMC: the shared one, or one that checks the certificate as
+    /// the BMC's credentials-file entry says (`pin_sha256` wins over `server_name`).
+    fn http_for(&self, bmc: Bmc<'_>) -> Result<reqwest::Client, RedfishError> {
+        let options = self.credentials.options(bmc.mac);
+        let check = match (options.pin_sha256, options.server_name) {
+            (Some(pin), _) => CertCheck::Pin(pin),
+            (None, Some(name)) => CertCheck::Name(name),
+            (None, None) => return Ok(self.http.clone()),
+        };
+        let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = checked.get(&check) {
+            return Ok(client.clone());
+        }
+        let refused = |why: String| RedfishError::Credentials {
+            status: None,
+            message: format!("BMC {}: {why}", bmc.ip),
+        };
+        let config = tls::client_config(&check, self.ca_pem.as_deref()).map_err(refused)?;
+        let client = base_builder(&self.settings)
+            .tls_backend_preconfigured(config)
+            .build()
+            .map_err(|e| refused(chain(&e)))?;
+        checked.insert(check, client.clone());
+        Ok(client)
     }
 
     /// The one place a request leaves Flow for a BMC: URL, login, deadline and a bounded body.
@@ -186,10 +262,11 @@ impl RedfishClient {
         body: Option<Payload<'_>>,
         auth: (&Auth, &Login),
     ) -> Result<(StatusCode, reqwest::header::HeaderMap, Value), RedfishError> {
-        let url = self.url(bmc.ip, path);
+        self.confined(bmc)?;
+        let url = self.url(bmc.ip, path)?;
         let mut request = self
-            .http
-            .request(method.clone(), &url)
+            .http_for(bmc)?
+            .request(method.clone(), url)
             .header(reqwest::header::ACCEPT, "application/json");
         request = match auth {
             (Auth::Session(token), _) => request.header("X-Auth-Token", token.as_str()),
@@ -215,11 +292,19 @@ impl RedfishClient {
             message: format!("BMC {} {method} {path}: {why}", bmc.ip),
         };
         let call = async {
-            let mut response = request.send().await.map_err(|e| unreachable(chain(&e)))?;
+            // Errors without their URL: the text reaches viewers (drift, validation, steps).
+            let mut response = request
+                .send()
+                .await
+                .map_err(|e| unreachable(chain(&e.without_url())))?;
             let status = response.status();
             let headers = response.headers().clone();
             let mut bytes = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| unreachable(chain(&e)))? {
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| unreachable(chain(&e.without_url())))?
+            {
                 if bytes.len() + chunk.len() > MAX_BODY_BYTES {
                     return Err(unreachable(format!(
                         "answer larger than {MAX_BODY_BYTES} bytes"
@@ -320,16 +405,19 @@ impl RedfishClient {
         path: &str,
         body: Option<Payload<'_>>,
     ) -> Result<Reply, RedfishError> {
+        self.confined(bmc)?;
         let _all = self.total.acquire().await;
         let state = self.state(bmc.ip);
         let _one = state.permits.acquire().await;
+        let withheld = |message: String| RedfishError::Credentials {
+            status: None,
+            message,
+        };
         let login = self
             .credentials
-            .lookup(bmc.mac, bmc.manufacturer)
-            .ok_or_else(|| RedfishError::Credentials {
-                status: None,
-                message: format!("no credentials configured for BMC {}", bmc.ip),
-            })?;
+            .login_for(bmc.mac, bmc.manufacturer, bmc.ip)
+            .map_err(|why| withheld(format!("BMC {} not contacted: {why}", bmc.ip)))?
+            .ok_or_else(|| withheld(format!("no credentials configured for BMC {}", bmc.ip)))?;
         let mut relogged = false;
         let mut busy = 0;
         loop {
@@ -400,5 +488,73 @@ impl RedfishClient {
         body: &Value,
     ) -> Result<Reply, RedfishError> {
         self.request(bmc, Method::POST, path, Some(body)).await
+    }
+}
+
+/// What every BMC client shares: deadlines, a small idle pool, and no redirects (a redirect
+/// would carry the login to wherever the BMC points).
+fn base_builder(settings: &RedfishSettings) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .timeout(settings.timeout)
+        .connect_timeout(settings.timeout)
+        .pool_max_idle_per_host(settings.max_inflight_per_bmc)
+        .pool_idle_timeout(Duration::from_secs(60))
+        .redirect(reqwest::redirect::Policy::none())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client() -> RedfishClient {
+        let settings = RedfishSettings {
+            scheme: "https".into(),
+            port: 443,
+            timeout: Duration::from_secs(1),
+            max_inflight_per_bmc: 1,
+            ca_file: None,
+            insecure: false,
+            allowed_networks: ManagementNetworks::parse(&["10.0.0.0/8"]).unwrap(),
+        };
+        RedfishClient::new(settings, Arc::new(Credentials::new(None, None).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn only_the_bmcs_own_origin_is_ever_addressed() {
+        let c = client();
+        let url = |path: &str| c.url("10.0.0.1", path).map(|u| u.to_string());
+        assert_eq!(
+            url("/redfish/v1/Systems").unwrap(),
+            "https://10.0.0.1/redfish/v1/Systems"
+        );
+        // A task monitor or `Location` on the BMC itself is kept as it is.
+        assert_eq!(
+            url("https://10.0.0.1:443/redfish/v1/TaskService/TaskMonitors/1").unwrap(),
+            "https://10.0.0.1/redfish/v1/TaskService/TaskMonitors/1"
+        );
+        for foreign in [
+            "https://10.0.0.2/redfish/v1/TaskService/TaskMonitors/1",
+            "https://10.0.0.1:8443/redfish/v1/Systems",
+            "http://10.0.0.1/redfish/v1/Systems",
+            "https://admin:pw@10.0.0.1/redfish/v1/Systems",
+            "https://temporal.internal:7233/x",
+        ] {
+            let err = url(foreign).unwrap_err();
+            assert!(matches!(err, RedfishError::Credentials { .. }), "{foreign}");
+            let text = err.to_string();
+            assert!(
+                text.contains("another origin")
+                    && !text.contains("/redfish")
+                    && !text.contains("://"),
+                "{foreign}: {text}"
+            );
+        }
+        // A path cannot change the authority it is joined to.
+        assert!(
+            url("//10.0.0.2/x")
+                .unwrap()
+                .starts_with("https://10.0.0.1/")
+        );
+        assert!(url("@10.0.0.2/x").unwrap().starts_with("https://10.0.0.1/"));
     }
 }

@@ -44,6 +44,7 @@ impl Default for RedfishSetup {
                 max_inflight_per_bmc: 2,
                 ca_file: None,
                 insecure: false,
+                allowed_networks: Default::default(),
             },
             default_login: None,
             credentials_file: None,

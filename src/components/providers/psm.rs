@@ -19,6 +19,7 @@ use crate::components::{
     Device, DeviceError, DevicePower, FirmwareControl, FirmwareRequest, FirmwareState,
     FirmwareStatus, PowerControl, PowerOp, PowerStatus, Registration,
 };
+use crate::domain::ManagementNetworks;
 
 /// PMC login PSM should use for a shelf it registers.
 #[derive(Clone, PartialEq, Eq)]
@@ -47,6 +48,9 @@ pub struct PsmSettings {
     pub logins: Option<Arc<Credentials>>,
     /// TLS toward an `https://` PSM: CA bundle, and client certificate + key for mutual TLS.
     pub tls: PsmTls,
+    /// The management network: a shelf whose PMC address is outside it is not registered
+    /// (PSM would log in there with the login sent along). Empty: none is.
+    pub allowed_networks: ManagementNetworks,
 }
 
 /// The `psm` provider: power, power status, firmware and registration for power shelves.
@@ -55,6 +59,7 @@ pub struct PsmManager {
     client: PsmClient,
     pmc_credentials: Option<PmcCredentials>,
     logins: Option<Arc<Credentials>>,
+    allowed_networks: ManagementNetworks,
 }
 
 impl PsmManager {
@@ -66,6 +71,7 @@ impl PsmManager {
             client,
             pmc_credentials: settings.pmc_credentials.clone(),
             logins: settings.logins.clone(),
+            allowed_networks: settings.allowed_networks.clone(),
         }))
     }
 }
@@ -315,12 +321,32 @@ impl FirmwareControl for PsmManager {
 impl Registration for PsmManager {
     async fn register(&self, device: &Device) -> Result<Option<String>, DeviceError> {
         let mac = pmc_mac(device)?;
+        let ip = device.bmc_ip.as_deref().map(str::trim).unwrap_or_default();
+        // PSM logs in to the address it is given with the login sent along: only addresses
+        // inside the management network (and the login's own networks) are handed over.
+        if !ip.is_empty()
+            && let Err(why) = self.allowed_networks.allows(ip)
+        {
+            return Err(DeviceError::Rejected(format!(
+                "power shelf {} ({mac}) not registered: {why}",
+                device.name
+            )));
+        }
         // The PMC login PSM will use: from the credentials source (per PMC MAC, manufacturer,
         // default), else the fixed pair, else none (PSM's own defaults).
-        let login = self
-            .logins
-            .as_ref()
-            .and_then(|l| l.lookup(Some(&mac), &device.manufacturer))
+        let found = match &self.logins {
+            Some(logins) if !ip.is_empty() => logins
+                .login_for(Some(&mac), &device.manufacturer, ip)
+                .map_err(|why| {
+                    DeviceError::Rejected(format!(
+                        "power shelf {} ({mac}) not registered: {why}",
+                        device.name
+                    ))
+                })?,
+            Some(logins) => logins.lookup(Some(&mac), &device.manufacturer),
+            None => None,
+        };
+        let login = found
             .map(|l| PmcCredentials {
                 username: l.username,
                 password: l.password,

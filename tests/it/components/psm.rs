@@ -22,6 +22,7 @@ fn psm_managers(url: &str, timeout: Duration) -> ManagerSet {
             url: url.into(),
             timeout,
             pmc_credentials: None,
+            allowed_networks: crate::support::bmc_networks(),
             ..Default::default()
         },
         redfish: Default::default(),
@@ -314,4 +315,25 @@ async fn the_psm_client_reaches_the_rpcs_flow_does_not_use_for_devices() {
     assert_eq!(bare.url(), psm.url);
     bare.set_dry_run(false).await.unwrap();
     assert!(!psm.dry_run());
+}
+
+/// An editor who sets a shelf's PMC address to one of their own gets no registration: PSM
+/// would log in there with the PMC login Flow sends along.
+#[tokio::test]
+async fn a_pmc_outside_the_management_network_is_not_registered() {
+    let psm = PsmServer::start().await;
+    let registration = psm_managers(&psm.url, Duration::from_secs(5))
+        .registration
+        .unwrap();
+    for ip in ["192.168.66.6", "169.254.169.254", "0.0.0.0"] {
+        let mut shelf = shelf();
+        shelf.bmc_ip = Some(ip.into());
+        let err = registration.register(&shelf).await.unwrap_err();
+        assert!(
+            matches!(&err, DeviceError::Rejected(t)
+                if t.contains("not registered") && t.contains("FLOW_BMC_ALLOWED_NETWORKS")),
+            "{ip}: {err:?}"
+        );
+    }
+    assert!(psm.registrations().is_empty());
 }

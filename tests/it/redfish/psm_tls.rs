@@ -32,6 +32,7 @@ async fn psm_is_reached_over_mutual_tls_and_refused_without_a_client_certificate
         url: psm.url.clone(),
         timeout: Duration::from_secs(5),
         tls,
+        allowed_networks: crate::support::bmc_networks(),
         ..Default::default()
     };
 
@@ -91,6 +92,7 @@ async fn psm_registrations_carry_the_pmc_login_from_the_credentials_source() {
         url: psm.url.clone(),
         timeout: Duration::from_secs(5),
         logins: Some(logins),
+        allowed_networks: crate::support::bmc_networks(),
         ..Default::default()
     };
     let manager = PsmManager::new(&settings).unwrap();

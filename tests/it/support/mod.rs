@@ -26,6 +26,12 @@ pub enum Backend {
     Sqlite,
 }
 
+/// The management network tests confine BMC and PMC logins to: loopback (every in-test BMC)
+/// and 10.0.0.0/8 (the PMC addresses of the fake PSM's shelves, which nothing dials).
+pub fn bmc_networks() -> flow::domain::ManagementNetworks {
+    flow::domain::ManagementNetworks::parse(&["127.0.0.0/8", "10.0.0.0/8"]).unwrap()
+}
+
 /// The PostgreSQL database tests create their schemas in (the test command creates it).
 pub fn test_database_url() -> String {
     std::env::var("TEST_DATABASE_URL")

@@ -118,6 +118,7 @@ impl OpsBuilder {
                 url: server.url.clone(),
                 timeout: Duration::from_secs(5),
                 pmc_credentials: None,
+                allowed_networks: crate::support::bmc_networks(),
                 ..Default::default()
             };
             registry = registry.with(
