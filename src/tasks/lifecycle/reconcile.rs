@@ -2,14 +2,17 @@
 //! the row says otherwise are set straight, and queues are moved; one process at a time.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use chrono::Duration;
+use serde_json::json;
 
+use crate::audit::{self, Change, Context};
 use crate::db::lease;
 use crate::error::Result;
 use crate::ids::RackId;
 use crate::tasks::engine::{RunState, engine_error};
-use crate::tasks::model::TaskStatus;
+use crate::tasks::model::{StepStatus, Task, TaskStatus};
 use crate::tasks::{TaskService, store};
 
 /// The lease the reconciler runs under, one process at a time.
@@ -50,12 +53,17 @@ impl TaskService {
                 Some(RunState::TimedOut) => {
                     Some((TaskStatus::Failed, "failed (reconciled: the run timed out)"))
                 }
-                Some(RunState::Terminated) => Some((
-                    TaskStatus::Failed,
-                    "failed (reconciled: the run was terminated)",
-                )),
+                Some(RunState::Terminated) => {
+                    self.finish_external(&task, TaskStatus::Failed, "terminated")
+                        .await?;
+                    fixed += 1;
+                    None
+                }
                 Some(RunState::Cancelled) => {
-                    Some((TaskStatus::Cancelled, "cancelled (reconciled)"))
+                    self.finish_external(&task, TaskStatus::Cancelled, "cancelled")
+                        .await?;
+                    fixed += 1;
+                    None
                 }
                 None if task.updated_at < stale && task.status == TaskStatus::Pending => {
                     // Created, but the process died before the run started: start it now.
@@ -82,6 +90,43 @@ impl TaskService {
             self.promote(rack).await?;
         }
         Ok(fixed)
+    }
+
+    /// Ends a task whose run was `found` (terminated, cancelled) by someone else than Flow's own
+    /// bookkeeping (the `temporal` CLI, the Temporal UI): the row changes with an audit entry
+    /// under the actor `temporal`, in one transaction, so the audit log says who ended it.
+    async fn finish_external(&self, task: &Task, status: TaskStatus, found: &str) -> Result<()> {
+        let message = format!(
+            "{} (reconciled: the workflow run was {found} outside Flow)",
+            status.as_str()
+        );
+        let context = Context::new("temporal", None, "RECONCILE", "temporal", None);
+        let now = self.clock.now();
+        let changed = audit::scope(Arc::new(context), async {
+            let txn = crate::db::begin_write(&self.db).await?;
+            let from = [TaskStatus::Pending, TaskStatus::Running];
+            let changed = store::transition(&txn, task.id, &from, status, &message, now).await?;
+            if changed {
+                let change = Change::new("task", task.id)
+                    .before(Some(json!({"status": task.status.as_str()})))
+                    .after(Some(json!({
+                        "status": status.as_str(),
+                        "message": message,
+                        "found": format!("workflow run {found}"),
+                    })));
+                audit::record(&txn, change, now).await?;
+            }
+            txn.commit().await?;
+            Ok::<bool, crate::error::Error>(changed)
+        })
+        .await?;
+        if changed {
+            store::close_open_steps(&self.db, task.id, StepStatus::Cancelled, now).await?;
+            let ended = store::get(&self.db, task.id).await?;
+            super::record_end(&ended, status, now);
+            self.promote(ended.rack_id).await?;
+        }
+        Ok(())
     }
 
     /// Gives up the reconciler lease (on shutdown).
