@@ -1,7 +1,8 @@
 //! Two `flow serve` replicas (API and worker each) on one PostgreSQL schema and one Temporal:
 //! the replica running the rollout workflow is killed (SIGKILL) mid-rollout, the rollout still
 //! finishes, no rack runs twice and the other replica answers every request meanwhile; then 40
-//! submissions for one rack, spread over both replicas, admit exactly one task.
+//! submissions for one rack, spread over both replicas, admit exactly one task; an interval
+//! schedule fires once per due time across both all along.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +21,10 @@ use crate::support::{Backend, TestDb};
 const ROLLOUT_RACKS: u32 = 4;
 /// The rack the concurrent submissions compete for.
 const CONTESTED: u32 = 5;
+/// The rack an interval schedule powers on all along, through the kill.
+const SCHEDULED: u32 = 6;
+/// That schedule's interval.
+const EVERY_SECS: u64 = 2;
 
 /// The test's PostgreSQL schema, as a URL another process opens.
 async fn shared_url(db: &TestDb) -> String {
@@ -51,6 +56,7 @@ fn replica(url: &str, queue: &str, port: u16) -> FlowProcess {
             ("FLOW_LISTEN", format!("127.0.0.1:{port}")),
             ("FLOW_SIM_SLOW_SERIALS", slow.join(",")),
             ("FLOW_SIM_SLOW_MS", "2500".to_string()),
+            ("FLOW_SCHEDULE_TICK_MS", "200".to_string()),
         ],
     )
 }
@@ -130,12 +136,27 @@ async fn two_replicas_lose_the_rollout_runner_and_finish_it_once_and_admit_one_t
         for (h, r) in http.iter().zip(&replicas) {
             h.wait_up(r).await;
         }
-        for n in 1..=CONTESTED {
+        for n in 1..=SCHEDULED {
             let created = http[0]
                 .call("POST", "/v1/expected-racks", Some(&gb200_rack(n, 1)))
                 .await;
             assert_eq!(created.status, 201, "{created:?}");
         }
+        let schedule = http[0]
+            .call(
+                "POST",
+                "/v1/task-schedules",
+                Some(&json!({
+                    "name": "through the kill",
+                    "spec": {"type": "interval", "spec": format!("{EVERY_SECS}s")},
+                    "operation": {"kind": "power_on"},
+                    "target_spec": {"racks": [{"name": format!("rack-{SCHEDULED:04}")}]},
+                })),
+            )
+            .await;
+        assert_eq!(schedule.status, 201, "{schedule:?}");
+        let schedule_id = schedule.body["id"].as_str().unwrap().to_string();
+        let scheduled_at = tokio::time::Instant::now();
         let names: Vec<Value> = (1..=ROLLOUT_RACKS)
             .map(|n| json!({"name": format!("rack-{n:04}")}))
             .collect();
@@ -231,8 +252,42 @@ async fn two_replicas_lose_the_rollout_runner_and_finish_it_once_and_admit_one_t
             "{statuses:?}"
         );
         assert_eq!(tasks_of(&http[0], CONTESTED).await.len(), 1);
+        fired_once_per_due_time(&http[0], &schedule_id, scheduled_at.elapsed()).await;
     })
     .await
     .expect("bounded in time");
     cleanup.run().await;
+}
+
+/// The schedule kept firing through the kill, and no due time fired twice (two replicas
+/// firing one due time would be two runs a moment apart).
+async fn fired_once_per_due_time(http: &Http, id: &str, elapsed: Duration) {
+    let runs = http
+        .call(
+            "GET",
+            &format!("/v1/task-schedules/{id}/runs?limit=1000"),
+            None,
+        )
+        .await;
+    let mut fired: Vec<chrono::DateTime<chrono::Utc>> = runs.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["trigger"] == "schedule")
+        .map(|r| r["fired_at"].as_str().unwrap().parse().unwrap())
+        .collect();
+    fired.sort();
+    let due = elapsed.as_secs() / EVERY_SECS;
+    let n = fired.len() as u64;
+    assert!(
+        n + 4 >= due && n <= due + 1,
+        "{n} fires in {elapsed:?}: {fired:?}"
+    );
+    for pair in fired.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap >= chrono::Duration::milliseconds(1000),
+            "two fires {gap} apart: {fired:?}"
+        );
+    }
 }
