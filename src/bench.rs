@@ -144,12 +144,7 @@ pub async fn main_from_args(args: impl Iterator<Item = String>) -> anyhow::Resul
     let stages = parse_stages(&args.stages)?;
     let per_workflow: u32 = 2 + stages.iter().map(|s| s.activities).sum::<u32>();
 
-    let client = worker::connect(
-        &config.temporal.address,
-        &config.temporal.namespace,
-        Duration::from_secs(10),
-    )
-    .await?;
+    let client = worker::connect_with(&config.temporal, Duration::from_secs(10)).await?;
     worker::ensure_namespace(&client, &config.temporal.namespace).await?;
     let runtime = Runtime::from_current_tokio(Default::default())
         .map_err(|e| anyhow::anyhow!("Temporal runtime: {e}"))?;

@@ -51,7 +51,7 @@ pub async fn run(
     // Built in every role: the API validates against the managers too. Nothing connects yet.
     let registry = Arc::new(
         Registry::from_config(
-            &config.components.managers,
+            &config.components,
             &config.redfish,
             &config.psm,
             sim_from_config(&config.sim),
@@ -82,7 +82,7 @@ pub async fn run(
     // A malformed address is a configuration error now, not a reason to retry forever.
     temporalio_client::Url::parse(&config.temporal.address)
         .map_err(|e| Error::invalid("FLOW_TEMPORAL_ADDRESS", e.to_string()))?;
-    let link = TemporalLink::new(&config.temporal.address, &config.temporal.namespace);
+    let link = TemporalLink::with_settings(config.temporal.clone());
     let maintainer = tokio::spawn(link.clone().maintain());
     // Tasks and rollouts through the same link: each call finds the client connected at that
     // moment, so a process that started before Temporal was reachable still runs both.

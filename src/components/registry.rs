@@ -11,7 +11,7 @@ use crate::components::providers::{
 };
 use crate::config::{self, Managers};
 pub use crate::config::{ProviderKind, parse_spec};
-use crate::domain::ComponentType;
+use crate::domain::{ComponentType, ManagementNetworks};
 
 /// The manager set of every configured component type; types left out have no manager.
 #[derive(Debug, Clone, Default)]
@@ -65,14 +65,19 @@ impl Registry {
         Ok(registry)
     }
 
-    /// The registry `FLOW_COMPONENT_MANAGERS`, `FLOW_PSM_URL` and `FLOW_PSM_TIMEOUT_SECS` describe,
-    /// with `sim` entries on the given simulator (see [`sim_from_config`]).
+    /// The registry `FLOW_COMPONENT_MANAGERS`, `FLOW_BMC_ALLOWED_NETWORKS`, `FLOW_PSM_URL` and
+    /// `FLOW_PSM_TIMEOUT_SECS` describe, with `sim` entries on the given simulator (see
+    /// [`sim_from_config`]).
     pub fn from_config(
-        managers: &Managers,
+        components: &config::Components,
         bmc: &config::Redfish,
         psm: &config::Psm,
         sim: Arc<SimDevices>,
     ) -> Result<Self, String> {
+        let managers = &components.managers;
+        // Checked at load, so a bad list cannot reach here.
+        let networks =
+            ManagementNetworks::parse(&components.bmc_allowed_networks).unwrap_or_default();
         let redfish = RedfishSetup {
             client: RedfishSettings {
                 scheme: bmc.scheme.clone(),
@@ -81,7 +86,7 @@ impl Registry {
                 max_inflight_per_bmc: bmc.max_inflight_per_bmc,
                 ca_file: bmc.ca_file.clone(),
                 insecure: bmc.insecure,
-                allowed_networks: config.bmc_networks(),
+                allowed_networks: networks.clone(),
             },
             default_login: match (&bmc.username, &bmc.password) {
                 (Some(username), Some(password)) => Some(Login {
@@ -110,7 +115,7 @@ impl Registry {
                 timeout: psm.timeout,
                 pmc_credentials: None,
                 logins,
-                allowed_networks: config.bmc_networks(),
+                allowed_networks: networks,
                 tls: PsmTls {
                     ca_file: psm.ca_file.clone(),
                     client_cert_file: psm.client_cert_file.clone(),

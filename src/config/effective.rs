@@ -74,14 +74,18 @@ mod tests {
         let names: std::collections::BTreeSet<&str> = ENV_VARS.iter().copied().collect();
         assert_eq!(names.len(), ENV_VARS.len(), "a variable defined twice");
         assert_eq!(ENV_VARS.len(), settings::SETTINGS.len() + 1);
-        let optional: Vec<(&str, &str)> = settings::SETTINGS
+        // A readable file: the Temporal certificate files are opened at load.
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        let mut optional: Vec<(&str, &str)> = settings::SETTINGS
             .iter()
             .filter(|s| matches!(s.kind, Kind::Optional { .. }))
             .map(|s| match s.env.ends_with("_URL") {
                 true => (s.env, "https://idp.example/keys"),
-                false => (s.env, "/etc/flow/x"),
+                false => (s.env, file),
             })
             .collect();
+        // TLS settings need an https:// frontend.
+        optional.push(("FLOW_TEMPORAL_ADDRESS", "https://temporal.example:7233"));
         let c = Config::load(&env(&optional)).unwrap();
         let effective = c.effective();
         assert_eq!(effective.len(), settings::SETTINGS.len());

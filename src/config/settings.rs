@@ -210,6 +210,11 @@ pub const SETTINGS: &[Setting] = &[
         "flow",
         check::not_blank,
     ),
+    optional("FLOW_TEMPORAL_TLS_CA_FILE", "temporal.tls_ca_file"),
+    optional("FLOW_TEMPORAL_TLS_CERT_FILE", "temporal.tls_cert_file"),
+    optional("FLOW_TEMPORAL_TLS_KEY_FILE", "temporal.tls_key_file"),
+    optional("FLOW_TEMPORAL_TLS_SERVER_NAME", "temporal.tls_server_name"),
+    optional("FLOW_TEMPORAL_API_KEY", "temporal.api_key").redact(Redact::Whole),
     int("FLOW_SCHEDULE_TICK_MS", "schedules.tick", 1000, 10, 60_000),
     text(
         "FLOW_PSM_URL",

@@ -82,6 +82,15 @@ pub struct Temporal {
     pub address: String,
     pub namespace: String,
     pub task_queue: String,
+    /// PEM CA bundle that verifies an `https://` frontend (unset: the system's roots).
+    pub tls_ca_file: Option<PathBuf>,
+    /// Flow's client certificate and key for mutual TLS; set both or neither.
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_key_file: Option<PathBuf>,
+    /// The name the frontend's certificate is checked against, when not the address's host.
+    pub tls_server_name: Option<String>,
+    /// Sent as `Authorization: Bearer` on every call (Temporal Cloud, an authorizer).
+    pub api_key: Option<Secret>,
 }
 
 /// Task schedules.

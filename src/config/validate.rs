@@ -1,7 +1,7 @@
 //! Start-up checks. [`check`] holds the checks of single values, which the settings table names
 //! and the loader runs on every value wherever it came from (defaults, file, variables); the
 //! rest of this module checks settings that only make sense together (the PSM client key pair,
-//! a Redfish manager with no login, `FLOW_AUTH` and what its modes need). Values that would
+//! Temporal's credentials and TLS, a Redfish manager with no login, `FLOW_AUTH` and what its modes need). Values that would
 //! make the service useless (a zero request timeout answers every request 408, a zero body
 //! limit refuses every body) are refused instead of being discovered in production.
 
@@ -159,6 +159,7 @@ impl Config {
             return Err(ConfigError(format!("FLOW_BMC_ALLOWED_NETWORKS: {e}")));
         }
         self.validate_redfish()?;
+        self.validate_temporal()?;
         self.validate_auth()
     }
 
@@ -179,6 +180,42 @@ impl Config {
                  which send BMC/PMC logins; list the management network's CIDRs (e.g. \
                  FLOW_BMC_ALLOWED_NETWORKS=10.20.0.0/16,fd00:20::/48), and nothing outside it is \
                  ever contacted"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Temporal's credentials: the key pair together, readable files, and TLS under every
+    /// credential (an API key sent in clear text would be one for anyone on the path).
+    fn validate_temporal(&self) -> Result<(), ConfigError> {
+        let t = &self.temporal;
+        if t.tls_cert_file.is_some() != t.tls_key_file.is_some() {
+            return Err(ConfigError(
+                "FLOW_TEMPORAL_TLS_CERT_FILE and FLOW_TEMPORAL_TLS_KEY_FILE go together".into(),
+            ));
+        }
+        let files = [
+            ("FLOW_TEMPORAL_TLS_CA_FILE", &t.tls_ca_file),
+            ("FLOW_TEMPORAL_TLS_CERT_FILE", &t.tls_cert_file),
+            ("FLOW_TEMPORAL_TLS_KEY_FILE", &t.tls_key_file),
+        ];
+        for (env, path) in files.iter().filter_map(|(env, p)| Some((env, p.as_ref()?))) {
+            if let Err(e) = std::fs::File::open(path) {
+                return Err(ConfigError(format!(
+                    "{env}: cannot read {}: {e}",
+                    path.display()
+                )));
+            }
+        }
+        let wants_tls = files.iter().any(|(_, p)| p.is_some())
+            || t.tls_server_name.is_some()
+            || t.api_key.is_some();
+        let address = t.address.trim();
+        if wants_tls && address != "none" && !address.starts_with("https://") {
+            return Err(ConfigError(
+                "FLOW_TEMPORAL_TLS_* and FLOW_TEMPORAL_API_KEY need an https:// \
+                 FLOW_TEMPORAL_ADDRESS"
                     .into(),
             ));
         }

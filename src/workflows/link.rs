@@ -27,7 +27,7 @@ const BACKOFF_MAX: Duration = Duration::from_secs(10);
 /// The shared state of the link: the client once one was made, and whether Temporal answers now.
 pub struct TemporalLink {
     address: String,
-    namespace: String,
+    settings: crate::config::Temporal,
     client: watch::Sender<Option<Client>>,
     healthy: AtomicBool,
 }
@@ -44,9 +44,14 @@ impl std::fmt::Debug for TemporalLink {
 impl TemporalLink {
     /// A link that has not connected yet; [`TemporalLink::maintain`] does the connecting.
     pub fn new(address: impl Into<String>, namespace: impl Into<String>) -> Arc<Self> {
+        Self::with_settings(worker::plain(&address.into(), &namespace.into()))
+    }
+
+    /// A link that connects with the settings' TLS and API key.
+    pub fn with_settings(settings: crate::config::Temporal) -> Arc<Self> {
         Arc::new(Self {
-            address: address.into(),
-            namespace: namespace.into(),
+            address: settings.address.clone(),
+            settings,
             client: watch::channel(None).0,
             healthy: AtomicBool::new(false),
         })
@@ -112,12 +117,12 @@ impl TemporalLink {
     }
 
     async fn connect(&self) -> Result<(), String> {
-        let client = worker::connect(&self.address, &self.namespace, ATTEMPT_TIMEOUT)
+        let client = worker::connect_with(&self.settings, ATTEMPT_TIMEOUT)
             .await
             .map_err(|e| e.to_string())?;
         tokio::time::timeout(
             ATTEMPT_TIMEOUT,
-            worker::ensure_namespace(&client, &self.namespace),
+            worker::ensure_namespace(&client, &self.settings.namespace),
         )
         .await
         .map_err(|_| format!("no answer within {ATTEMPT_TIMEOUT:?}"))?

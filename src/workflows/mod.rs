@@ -2,6 +2,7 @@
 //! folder with its activities and the engine the task or rollout layer starts runs through
 //! (`rack/`, `rollout/`), the link to Temporal, and the worker.
 
+mod credentials;
 pub mod link;
 pub mod rack;
 pub mod rollout;

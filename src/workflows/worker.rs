@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use temporalio_client::grpc::WorkflowService;
 use temporalio_client::tonic::{Code, IntoRequest};
-use temporalio_client::{
-    Client, ClientOptions, Connection, ConnectionOptions, RegisterNamespaceOptions, Url,
-};
+use temporalio_client::{Client, ClientOptions, Connection, RegisterNamespaceOptions};
 use temporalio_common::protos::temporal::api::workflowservice::v1::{
     DescribeNamespaceRequest, RegisterNamespaceRequest,
 };
@@ -28,24 +26,45 @@ fn unavailable(message: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Connects to the Temporal frontend. Bounded in time: a frontend that accepts connections but
-/// never answers would otherwise hold start-up for the SDK's own 30 s.
+/// Connects to the Temporal frontend with no credentials (tests, the benchmark).
 pub async fn connect(address: &str, namespace: &str, timeout: Duration) -> Result<Client> {
-    let url =
-        Url::parse(address).map_err(|e| Error::invalid("FLOW_TEMPORAL_ADDRESS", e.to_string()))?;
-    let options = ConnectionOptions::new(url)
-        .identity(format!("flow-{}", std::process::id()))
-        .connect_timeout(timeout)
-        .build();
+    connect_with(&plain(address, namespace), timeout).await
+}
+
+/// Settings for a frontend that takes no credentials.
+pub fn plain(address: &str, namespace: &str) -> crate::config::Temporal {
+    crate::config::Temporal {
+        address: address.to_string(),
+        namespace: namespace.to_string(),
+        task_queue: String::new(),
+        tls_ca_file: None,
+        tls_cert_file: None,
+        tls_key_file: None,
+        tls_server_name: None,
+        api_key: None,
+    }
+}
+
+/// Connects to the Temporal frontend with the settings' TLS and API key. Bounded in time: a
+/// frontend that accepts connections but never answers would otherwise hold start-up for the
+/// SDK's own 30 s.
+pub async fn connect_with(settings: &crate::config::Temporal, timeout: Duration) -> Result<Client> {
+    let address = &settings.address;
+    let options = super::credentials::connection_options(settings, timeout)?;
     let connection = tokio::time::timeout(timeout, Connection::connect(options))
         .await
         .map_err(|_| unavailable(format!("no answer from {address} within {timeout:?}")))?
-        .map_err(|e| unavailable(format!("{address}: {e}")))?;
+        .map_err(|e| {
+            unavailable(super::credentials::explain(
+                settings,
+                format!("{address}: {e}"),
+            ))
+        })?;
     // The OpenTelemetry plugin carries trace context through workflow starts, workflows and
     // activities (the worker takes the client's plugins); with no exporter it only propagates.
     Client::new(
         connection,
-        ClientOptions::new(namespace.to_string())
+        ClientOptions::new(settings.namespace.clone())
             .plugin(crate::telemetry::trace::temporal_plugin())
             .build(),
     )

@@ -27,5 +27,6 @@ mod rules;
 mod schedules;
 mod service;
 mod tasks;
+mod temporal_tls;
 mod ui;
 mod validation;

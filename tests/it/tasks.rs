@@ -304,17 +304,16 @@ async fn a_task_whose_workflow_was_terminated_is_reconciled_as_failed(ops: Ops) 
     let r = ops.operate("power-on", &rack("rack-0001")).await;
     let id = r.body["task_ids"][0].as_str().unwrap().to_string();
     ops.wait_task(&id, |t| t["status"] == "running").await;
-    let handle = ops
-        .client
-        .get_workflow_handle::<flow::workflows::rack::workflow::RackOperationWorkflow>(id.clone());
-    handle
-        .terminate(
-            temporalio_client::WorkflowTerminateOptions::builder()
-                .reason("operator kill".to_string())
-                .build(),
-        )
-        .await
-        .unwrap();
+    // From outside Flow, as an operator with the `temporal` CLI would.
+    let bin = std::env::var("FLOW_TEST_TEMPORAL_BIN").unwrap_or_else(|_| "temporal".into());
+    let address = crate::support::ops::temporal_address();
+    let out = std::process::Command::new(bin)
+        .args(["workflow", "terminate", "--namespace", "flow", "--reason"])
+        .args(["operator kill", "--workflow-id", &id, "--address"])
+        .arg(address.trim_start_matches("http://"))
+        .output()
+        .expect("run the temporal CLI");
+    assert!(out.status.success(), "{out:?}");
     // Nothing in the run will ever write the row again; the reconciler notices.
     let service = reconciler(&ops);
     let fixed = service
@@ -327,6 +326,22 @@ async fn a_task_whose_workflow_was_terminated_is_reconciled_as_failed(ops: Ops) 
     assert!(
         task["message"].as_str().unwrap().contains("terminated"),
         "{task}"
+    );
+    // The audit log says who ended it and what the reconciler found.
+    let audit = ops.app.get("/v1/audit?actor=temporal").await.body;
+    let rows: Vec<&Value> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["resource_id"] == id.as_str())
+        .collect();
+    assert_eq!(rows.len(), 1, "{audit}");
+    assert_eq!(rows[0]["resource_type"], "task");
+    assert_eq!(rows[0]["before"]["status"], "running", "{audit}");
+    assert_eq!(rows[0]["after"]["status"], "failed", "{audit}");
+    assert_eq!(
+        rows[0]["after"]["found"], "workflow run terminated",
+        "{audit}"
     );
     assert_eq!(
         service

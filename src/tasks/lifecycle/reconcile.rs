@@ -2,14 +2,17 @@
 //! the row says otherwise are set straight, and queues are moved; one process at a time.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
 
+use crate::audit::{self, Change, Context};
 use crate::db::lease;
 use crate::error::Result;
 use crate::ids::RackId;
 use crate::tasks::engine::{RunState, engine_error};
-use crate::tasks::model::{Task, TaskStatus};
+use crate::tasks::model::{StepStatus, Task, TaskStatus};
 use crate::tasks::{TaskService, store};
 
 /// The lease the reconciler runs under, one process at a time.
@@ -49,6 +52,10 @@ impl TaskService {
                     self.finish(task.id, status, message).await?;
                     fixed += 1;
                 }
+                Verdict::External(status, found) => {
+                    self.finish_external(&task, status, found).await?;
+                    fixed += 1;
+                }
             }
         }
         let racks: HashSet<RackId> = store::with_status(&self.db, &[TaskStatus::Waiting], 1000)
@@ -60,6 +67,43 @@ impl TaskService {
             self.promote(rack).await?;
         }
         Ok(fixed)
+    }
+
+    /// Ends a task whose run was `found` (terminated, cancelled) by someone else than Flow's own
+    /// bookkeeping (the `temporal` CLI, the Temporal UI): the row changes with an audit entry
+    /// under the actor `temporal`, in one transaction, so the audit log says who ended it.
+    async fn finish_external(&self, task: &Task, status: TaskStatus, found: &str) -> Result<()> {
+        let message = format!(
+            "{} (reconciled: the workflow run was {found} outside Flow)",
+            status.as_str()
+        );
+        let context = Context::new("temporal", None, "RECONCILE", "temporal", None);
+        let now = self.clock.now();
+        let changed = audit::scope(Arc::new(context), async {
+            let txn = crate::db::begin_write(&self.db).await?;
+            let from = [TaskStatus::Pending, TaskStatus::Running];
+            let changed = store::transition(&txn, task.id, &from, status, &message, now).await?;
+            if changed {
+                let change = Change::new("task", task.id)
+                    .before(Some(json!({"status": task.status.as_str()})))
+                    .after(Some(json!({
+                        "status": status.as_str(),
+                        "message": message,
+                        "found": format!("workflow run {found}"),
+                    })));
+                audit::record(&txn, change, now).await?;
+            }
+            txn.commit().await?;
+            Ok::<bool, crate::error::Error>(changed)
+        })
+        .await?;
+        if changed {
+            store::close_open_steps(&self.db, task.id, StepStatus::Cancelled, now).await?;
+            let ended = store::get(&self.db, task.id).await?;
+            super::record_end(&ended, status, now);
+            self.promote(ended.rack_id).await?;
+        }
+        Ok(())
     }
 
     /// Gives up the reconciler lease (on shutdown).
@@ -76,12 +120,14 @@ enum Verdict {
     Dispatch,
     /// The run ended: record how.
     Finish(TaskStatus, &'static str),
+    /// The run was ended outside Flow (terminated, cancelled): record it with an audit row.
+    External(TaskStatus, &'static str),
 }
 
 /// The task's row against its run's state; a task without a run is judged only once it has
 /// been unchanged since `stale`.
 fn verdict(state: Option<RunState>, task: &Task, stale: DateTime<Utc>) -> Verdict {
-    use Verdict::{Dispatch, Finish, Keep};
+    use Verdict::{Dispatch, External, Finish, Keep};
     match state {
         Some(RunState::Running) => Keep,
         Some(RunState::Completed) => Finish(
@@ -92,11 +138,8 @@ fn verdict(state: Option<RunState>, task: &Task, stale: DateTime<Utc>) -> Verdic
         Some(RunState::TimedOut) => {
             Finish(TaskStatus::Failed, "failed (reconciled: the run timed out)")
         }
-        Some(RunState::Terminated) => Finish(
-            TaskStatus::Failed,
-            "failed (reconciled: the run was terminated)",
-        ),
-        Some(RunState::Cancelled) => Finish(TaskStatus::Cancelled, "cancelled (reconciled)"),
+        Some(RunState::Terminated) => External(TaskStatus::Failed, "terminated"),
+        Some(RunState::Cancelled) => External(TaskStatus::Cancelled, "cancelled"),
         None if task.updated_at < stale && task.status == TaskStatus::Pending => Dispatch,
         None if task.updated_at < stale => {
             Finish(TaskStatus::Failed, "failed (reconciled: no run exists)")

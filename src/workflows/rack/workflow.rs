@@ -43,9 +43,10 @@ pub struct RackOperationWorkflow {
 }
 
 /// Bookkeeping activities are short and must outlive a cancelled run, so they get their own
-/// cancellation token.
+/// cancellation token. They are single database writes: a deadline of seconds lets one whose
+/// replica died run again on another within ~10 s.
 fn bookkeeping() -> ActivityOptions {
-    ActivityOptions::with_start_to_close_timeout(Duration::from_secs(30))
+    ActivityOptions::with_start_to_close_timeout(Duration::from_secs(8))
         .retry_policy(
             RetryPolicy::builder()
                 .initial_interval(Duration::from_secs(1))

@@ -110,13 +110,13 @@ impl RolloutActivities {
     #[activity(name = "RolloutVerify")]
     pub async fn verify(
         self: Arc<Self>,
-        _ctx: ActivityContext,
+        ctx: ActivityContext,
         input: WaveInput,
     ) -> Result<u32, ActivityError> {
-        self.rollouts
-            .verify(input.rollout_id.into(), input.wave, &self.observer)
-            .await
-            .map_err(activity_error)
+        let work = self
+            .rollouts
+            .verify(input.rollout_id.into(), input.wave, &self.observer);
+        beating(&ctx, work).await.map_err(activity_error)
     }
 
     /// Closes the wave and answers the counts the gates check.
@@ -156,5 +156,24 @@ impl RolloutActivities {
             .cancel_active(rollout_id.into())
             .await
             .map_err(activity_error)
+    }
+}
+
+/// How often a long step tells Temporal it is alive (its heartbeat timeout is a few of these).
+const BEAT_EVERY: Duration = Duration::from_secs(1);
+
+/// Runs `work`, heartbeating meanwhile, so Temporal notices a dead replica within the step's
+/// heartbeat timeout instead of its whole deadline.
+async fn beating<T>(ctx: &ActivityContext, work: impl Future<Output = T>) -> T {
+    let mut work = std::pin::pin!(work);
+    let mut ticker = tokio::time::interval(BEAT_EVERY);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = ticker.tick() => {
+                // A lost beat only delays noticing a dead worker; the step goes on.
+                let _ = ctx.record_heartbeat("verifying".to_string()).await;
+            }
+        }
     }
 }

@@ -8,7 +8,7 @@ use temporalio_sdk::WorkflowResult;
 use temporalio_sdk::workflows::select;
 use uuid::Uuid;
 
-use super::{Ctx, RolloutWorkflow, aborted, finish, nap, now, status, steps, wait};
+use super::{Ctx, RolloutWorkflow, aborted, finish, nap, now, status, steps, verify_steps, wait};
 use crate::rollouts::model::{RolloutStatus, Verify};
 use crate::rollouts::plan::{WindowState, window_state};
 use crate::rollouts::run::{RunPlan, WaveProgress};
@@ -145,7 +145,7 @@ pub(super) async fn after_wave(
             format!("verifying wave {n}"),
         )
         .await?;
-        ctx.execute_activity(RolloutActivities::verify, input.clone(), steps())
+        ctx.execute_activity(RolloutActivities::verify, input.clone(), verify_steps())
             .await?;
     }
     let p = ctx

@@ -61,8 +61,28 @@ const POLL_MAX: Duration = Duration::from_secs(10);
 /// Beyond this many history events the run continues as new (the database holds the progress).
 const HISTORY_LIMIT: u32 = 5_000;
 
+/// Rollout steps are database writes and workflow starts taking well under a second, so a
+/// short deadline lets a step whose replica died run again on another within ~10 s.
+const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Verification asks the component managers (up to 30 s each), so it has a long deadline and
+/// heartbeats instead: a dead replica's verification moves on after this.
+const VERIFY_HEARTBEAT: Duration = Duration::from_secs(5);
+/// The longest one verification may take.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(120);
+
 fn steps() -> ActivityOptions {
-    ActivityOptions::with_start_to_close_timeout(Duration::from_secs(120))
+    step_options(STEP_TIMEOUT)
+}
+
+/// The verify step's options: a long deadline, with a heartbeat.
+fn verify_steps() -> ActivityOptions {
+    let mut options = step_options(VERIFY_TIMEOUT);
+    options.heartbeat_timeout = Some(VERIFY_HEARTBEAT);
+    options
+}
+
+fn step_options(timeout: Duration) -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(timeout)
         .retry_policy(
             RetryPolicy::builder()
                 .initial_interval(Duration::from_secs(1))

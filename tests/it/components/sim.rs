@@ -24,7 +24,7 @@ async fn sim_devices_follow_power_operations_and_log_them_in_order() {
     let mut config = Config::default();
     config.components.managers = "compute=sim,nvswitch=sim".parse().unwrap();
     let registry = Registry::from_config(
-        &config.components.managers,
+        &config.components,
         &config.redfish,
         &config.psm,
         sim.clone(),

@@ -7,6 +7,7 @@ mod database;
 mod input;
 mod queue;
 mod race;
+mod replicas;
 mod shutdown;
 mod support;
 mod temporal;

