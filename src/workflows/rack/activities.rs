@@ -79,13 +79,27 @@ pub(in crate::workflows) fn activity_error(e: Error) -> ActivityError {
     }
 }
 
-struct Heartbeat<'a>(&'a ActivityContext, std::sync::Mutex<Option<String>>);
+/// What a step learnt of its device on the way: an external id from registration, a firmware
+/// version from a finished update.
+#[derive(Default)]
+struct Learnt {
+    external_id: Option<String>,
+    firmware_version: Option<String>,
+}
+
+struct Heartbeat<'a>(&'a ActivityContext, std::sync::Mutex<Learnt>);
 
 #[async_trait]
 impl Progress for Heartbeat<'_> {
     fn registered(&self, external_id: &str) {
-        if let Ok(mut slot) = self.1.lock() {
-            *slot = Some(external_id.to_string());
+        if let Ok(mut learnt) = self.1.lock() {
+            learnt.external_id = Some(external_id.to_string());
+        }
+    }
+
+    fn firmware_reported(&self, version: &str) {
+        if let Ok(mut learnt) = self.1.lock() {
+            learnt.firmware_version = Some(version.to_string());
         }
     }
 
@@ -145,7 +159,7 @@ impl RackActivities {
             input.device.name
         );
         record(StepStatus::Running, None, start_note).await?;
-        let progress = Heartbeat(&ctx, std::sync::Mutex::new(None));
+        let progress = Heartbeat(&ctx, std::sync::Mutex::new(Learnt::default()));
         let result = {
             let work = steps::run_all(
                 &self.registry,
@@ -174,9 +188,13 @@ impl RackActivities {
             name: input.device.name.clone(),
             error,
         };
-        let registered = progress.1.lock().ok().and_then(|mut s| s.take());
+        let learnt = progress
+            .1
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
         let mut result = result;
-        if let (Ok(_), Some(external_id)) = (&result, registered) {
+        if let (Ok(_), Some(external_id)) = (&result, learnt.external_id) {
             // What registration learnt is the component's external id, as the drift sync
             // records it: in the observed fields, never the operator's.
             let kind = input.device.kind;
@@ -192,15 +210,16 @@ impl RackActivities {
                 ))));
             }
         }
-        if let (Ok(_), Some(power)) = (&result, steps::power_after(&input.actions)) {
-            // The power state the step left the device in is recorded as the drift sync records
-            // what it sees (observed fields, never the operator's), so badges are right as the
-            // step ends.
+        let power = steps::power_after(&input.actions);
+        if result.is_ok() && (power.is_some() || learnt.firmware_version.is_some()) {
+            // The power state the step left the device in, and the firmware an update reported,
+            // are recorded as the drift sync records what it sees (observed fields, never the
+            // operator's), so badges are right as the step ends.
             let sighting = crate::drift::compare::Sighting {
                 component_id: component,
                 external_id: None,
-                firmware_version: None,
-                power: Some(power),
+                firmware_version: learnt.firmware_version,
+                power,
             };
             crate::drift::store::record_sightings(db, &[sighting], now)
                 .await
