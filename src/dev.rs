@@ -377,6 +377,13 @@ mod tests {
             "{text}"
         );
         c.server.listen = SocketAddr::from(([0, 0, 0, 0], 9000));
-        assert!(banner(&c, false).contains("http://localhost:9000/v1"));
+        let reused = banner(&c, false);
+        assert!(reused.contains("http://localhost:9000/v1"));
+        // A Temporal server flow dev did not start: its web UI's address is not guessed.
+        assert!(
+            reused.contains("already running (not started by flow dev)")
+                && !reused.contains("8233"),
+            "{reused}"
+        );
     }
 }

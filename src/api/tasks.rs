@@ -120,7 +120,13 @@ async fn list(
     let filter = q.filter()?;
     let limit = crate::db::page::checked_limit(q.limit)?;
     let page = store::list(state.db(), &filter, limit, q.cursor.as_deref()).await?;
-    Ok(axum::Json(ListResponse::from_page(page)))
+    let racks: Vec<_> = page.items.iter().map(|t| t.rack_id).collect();
+    let names = store::rack_names(state.db(), &racks).await?;
+    let mut answer: ListResponse<TaskDoc> = ListResponse::from_page(page);
+    for doc in &mut answer.items {
+        doc.rack_name = names.get(&doc.rack_id.into()).cloned();
+    }
+    Ok(axum::Json(answer))
 }
 
 /// List tasks
@@ -187,7 +193,12 @@ pub(crate) async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
     let plan = store::plan(state.db(), id.into()).await?;
     let steps = store::steps(state.db(), id.into()).await?;
     let rule = plan.as_ref().map(|p| p.rule.clone());
-    Ok(TaskDoc::new(task, report::build(plan.as_ref(), steps)).with_rule(rule))
+    let name = store::rack_names(state.db(), &[task.rack_id])
+        .await?
+        .remove(&task.rack_id);
+    Ok(TaskDoc::new(task, report::build(plan.as_ref(), steps))
+        .with_rule(rule)
+        .with_rack_name(name))
 }
 
 /// Get a task

@@ -75,6 +75,12 @@ impl From<ApiToken> for TokenDoc {
 
 /// A token just created, with its secret: store it now, it is never shown again.
 #[derive(Serialize, ToSchema)]
+// Its own example: the flattened token's alone lacks the required `secret` (Redocly's
+// no-invalid-schema-examples).
+#[schema(example = json!({"id": "0192f3a0-0000-7000-8000-0000000000c1", "name": "ci-firmware", "role": "operator",
+    "prefix": "flow_Xy3kP9a", "created_at": "2026-12-01T08:00:00Z", "created_by": "user:alice",
+    "expires_at": "2027-03-01T08:00:00Z", "last_used_at": null, "revoked_at": null,
+    "secret": "flow_Xy3kP9a-example-only"}))]
 pub struct CreatedTokenDoc {
     #[serde(flatten)]
     pub token: TokenDoc,

@@ -142,7 +142,11 @@ impl Timer {
     /// every Flow process was down fires once on recovery, then keeps its rhythm from there.
     pub fn next_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
-            Self::Interval(d) => chrono::Duration::from_std(*d).ok().map(|d| now + d),
+            // From the whole second: a fire time keeps no fraction of the moment a schedule
+            // was created or resumed, so intervals sit on a grid of whole seconds.
+            Self::Interval(d) => chrono::Duration::from_std(*d)
+                .ok()
+                .map(|d| chrono::SubsecRound::trunc_subsecs(now, 0) + d),
             Self::Cron(cron, zone) => cron
                 .find_next_occurrence(&now.with_timezone(zone), false)
                 .ok()
@@ -252,6 +256,18 @@ mod tests {
         let timer = Timer::parse(&spec(SpecKind::Interval, "5m", "UTC")).unwrap();
         let now = utc("2026-03-01T12:00:00Z");
         assert_eq!(timer.next_after(now), Some(utc("2026-03-01T12:05:00Z")));
+    }
+
+    #[test]
+    fn an_interval_created_mid_second_fires_on_whole_seconds() {
+        let timer = Timer::parse(&spec(SpecKind::Interval, "1h", "UTC")).unwrap();
+        let now = utc("2026-03-01T12:00:07.123456Z");
+        let first = timer.first_after(now).unwrap();
+        assert_eq!(first, utc("2026-03-01T13:00:07Z"));
+        assert_eq!(
+            timer.next_due(first, first),
+            Some(utc("2026-03-01T14:00:07Z"))
+        );
     }
 
     #[test]

@@ -104,3 +104,23 @@ fn older_than(at: DateTime<Utc>, id: Uuid) -> Condition {
         ),
     )
 }
+
+/// The names of `ids`' racks, for answers that name a task's rack; a purged rack has none.
+/// Soft-deleted racks keep their name, so old tasks still say which rack they ran on.
+pub async fn rack_names(
+    db: &impl ConnectionTrait,
+    ids: &[RackId],
+) -> Result<std::collections::HashMap<RackId, String>> {
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let rows: Vec<(Uuid, String)> = crate::db::entities::racks::Entity::find()
+        .select_only()
+        .column(crate::db::entities::racks::Column::Id)
+        .column(crate::db::entities::racks::Column::Name)
+        .filter(crate::db::entities::racks::Column::Id.is_in(ids.iter().copied()))
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows.into_iter().map(|(id, n)| (id.into(), n)).collect())
+}

@@ -275,7 +275,7 @@ pub async fn last_change(
     Ok(task.map(|t| step.flatten().map_or(t, |s| Ord::max(s, t))))
 }
 
-pub use super::list::{TaskFilter, list};
+pub use super::list::{TaskFilter, list, rack_names};
 pub use super::steps::steps;
 pub(in crate::tasks) use super::steps::{close_open_steps, record_plan, update_step};
 

@@ -8,7 +8,10 @@
 
 pub mod access;
 pub mod assets;
+pub mod components;
 pub mod csrf;
+pub mod domains;
+pub mod elevation;
 pub mod login;
 pub mod page;
 pub mod racks;
@@ -44,6 +47,8 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/logout", post(login::logout))
         .route("/ui/racks", get(racks::list))
         .route("/ui/racks/{id}", get(racks::show))
+        .route("/ui/components/{id}", get(components::show))
+        .route("/ui/nvl-domains/{id_or_name}", get(domains::show))
         .route("/ui/run", get(run::form).post(run::confirm))
         .route("/ui/run/preview", post(run::preview))
         .route("/ui/tasks", get(tasks::list))

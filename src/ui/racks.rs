@@ -202,6 +202,11 @@ pub async fn show(
         .0;
     let can_run = viewer.may(Action::RunOperation);
     let components = rack.components.clone().unwrap_or_default();
+    let marks = super::elevation::Marks::of_rack(&state, id, &drift.items).await?;
+    let domain = match rack.nvl_domain_id {
+        Some(d) => Some(crate::inventory::nvl::get(state.db(), &d.to_string()).await?),
+        None => None,
+    };
     let body = html! {
         h1 { "Rack " (rack.name) }
         div.card {
@@ -211,11 +216,18 @@ pub async fn show(
                 dt { "Model" } dd { (rack.model.as_deref().unwrap_or("—")) }
                 dt { "Location" } dd { (location(&rack)) }
                 dt { "Power" } dd { (badge(power_summary(&components))) }
+                dt { "NVLink domain" } dd { @if let Some(d) = &domain {
+                    a href=(format!("/ui/nvl-domains/{}", d.id)) { (d.name) } } @else { "—" } }
                 dt { "Revision" } dd { (rack.revision) }
             }
             @if can_run {
                 div.actions { a.button href=(format!("/ui/run?rack={}", rack.id)) { "Run an operation" } }
             }
+        }
+        h2 { "Elevation" }
+        figure.elevation-one {
+            (super::elevation::rack_svg(&rack.name, &components, &marks))
+            (super::elevation::legend())
         }
         h2 { "Components" }
         @for kind in kinds(&components) {
@@ -252,7 +264,7 @@ fn kinds(components: &[ComponentDoc]) -> Vec<String> {
     out
 }
 
-fn position(c: &ComponentDoc) -> String {
+pub(super) fn position(c: &ComponentDoc) -> String {
     let p = &c.position;
     let part = |n: &str, v: Option<i64>| v.map(|v| format!("{n} {v}"));
     [
@@ -271,21 +283,22 @@ fn component_table<'a>(
     drift: &[DriftDoc],
 ) -> Markup {
     html! {
-        div.table-wrap { table {
+        // At narrow widths `cards` stacks each row, labelled by data-label, so no column hides.
+        div.table-wrap { table.cards {
             thead { tr {
-                th { "Name" } th { "Position" } th { "Serial" } th.hide-narrow { "BMCs" }
+                th { "Name" } th { "Position" } th { "Serial" } th { "BMCs" }
                 th { "Firmware (expected / observed)" } th { "Power" } th { "Drift" }
             } }
             tbody { @for c in components {
                 @let diffs = drift.iter().filter(|d| d.diff.component_id == Some(c.id)).count();
                 tr {
-                    td { (c.name) }
-                    td { (position(c)) }
-                    td.mono { (c.serial_number) }
-                    td.hide-narrow.mono { @for b in &c.bmcs {
+                    td data-label="Name" { (c.name) }
+                    td data-label="Position" { (position(c)) }
+                    td.mono data-label="Serial" { (c.serial_number) }
+                    td.mono data-label="BMCs" { @for b in &c.bmcs {
                         (code(&b.kind)) " " (b.mac_address) " " (b.ip_address.as_deref().unwrap_or("")) br;
                     } }
-                    td.mono {
+                    td.mono data-label="Firmware" {
                         (c.firmware_version.as_deref().unwrap_or("—")) " / "
                         @match (&c.firmware_version, &c.observed_firmware_version) {
                             (Some(e), Some(o)) if e != o => span.diff-act { (o) },
@@ -293,8 +306,8 @@ fn component_table<'a>(
                             (_, None) => "—",
                         }
                     }
-                    td { (badge(&c.power_state.as_ref().map(code).unwrap_or_else(|| "unknown".into()))) }
-                    td { @if diffs > 0 { (badge("mismatch")) } @else { span.muted { "none" } } }
+                    td data-label="Power" { (badge(&c.power_state.as_ref().map(code).unwrap_or_else(|| "unknown".into()))) }
+                    td data-label="Drift" { @if diffs > 0 { (badge("mismatch")) } @else { span.muted { "none" } } }
                 }
             } }
         } }

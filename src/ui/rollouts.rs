@@ -330,3 +330,25 @@ pub async fn steer(
 fn racks<N: PartialEq + From<u8>>(n: N) -> &'static str {
     if n == N::from(1) { "rack" } else { "racks" }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_rack_is_one_rack_not_one_racks() {
+        let c = CountsDoc {
+            total: 1,
+            pending: 0,
+            running: 0,
+            succeeded: 1,
+            failed: 0,
+            skipped: 0,
+            not_run: 0,
+        };
+        let bar = progress(&c).into_string();
+        assert!(bar.contains("1 of 1 rack done"), "{bar}");
+        assert_eq!(racks(2_u32), "racks");
+        assert_eq!(racks(1_u32), "rack");
+    }
+}

@@ -27,6 +27,11 @@ const STATUSES: [&str; 6] = [
     "cancelled",
 ];
 
+/// A task's rack by name; a purged rack (no name left) by its id.
+fn rack_label(t: &TaskDoc) -> String {
+    t.rack_name.clone().unwrap_or_else(|| t.rack_id.to_string())
+}
+
 /// A table of tasks (no stage detail).
 pub fn task_table(items: &[TaskDoc]) -> Markup {
     html! {
@@ -37,7 +42,7 @@ pub fn task_table(items: &[TaskDoc]) -> Markup {
                     td { a href=(format!("/ui/tasks/{}", t.id)) { (page::short_id(t.id)) } }
                     td { (t.operation) }
                     td { (badge(&code(&t.status))) }
-                    td.hide-narrow { a href=(format!("/ui/racks/{}", t.rack_id)) { "rack" } }
+                    td.hide-narrow { a href=(format!("/ui/racks/{}", t.rack_id)) { (rack_label(t)) } }
                     td { (time(Some(t.created_at))) }
                 } } }
             } }
@@ -103,13 +108,13 @@ pub fn task_body(t: &TaskDoc, cancel: Option<&CsrfToken>) -> Markup {
         @for s in t.stages.as_deref().unwrap_or_default() {
             section.stage {
                 h3 { "Stage " (s.number) ": " (s.name) " " (badge(&s.status)) }
-                div.table-wrap { table {
+                div.table-wrap { table.cards {
                     thead { tr { th { "Component" } th { "Status" } th { "Attempts" } th { "Last event" } } }
                     tbody { @for c in &s.components { tr {
-                        td { (c.name) " " span.muted { (code(&c.kind)) } }
-                        td { (badge(&c.status)) }
-                        td { (c.attempts) }
-                        td {
+                        td data-label="Component" { (c.name) " " span.muted { (code(&c.kind)) } }
+                        td data-label="Status" { (badge(&c.status)) }
+                        td data-label="Attempts" { (c.attempts) }
+                        td data-label="Last event" {
                             @if let Some(e) = &c.error { span.diff-act { (e) } }
                             @else if let Some(ev) = c.events.last() { (ev.message) }
                         }
@@ -133,7 +138,7 @@ pub async fn show(
     let cancel = viewer.may(Action::CancelTask).then_some(&csrf);
     let body = html! {
         h1 { "Task " (task.operation) }
-        p { "Rack " a href=(format!("/ui/racks/{}", task.rack_id)) { (task.rack_id) }
+        p { "Rack " a href=(format!("/ui/racks/{}", task.rack_id)) title=(task.rack_id) { (rack_label(&task)) }
             " · request " span.mono { (task.request_id) } }
         @if has_ended(&task) {
             div id="task-live" { (task_body(&task, cancel)) }

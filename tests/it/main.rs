@@ -21,6 +21,7 @@ mod observability;
 mod operations;
 mod power_truth;
 mod queue;
+mod readme;
 mod redfish;
 mod rollouts;
 mod rules;

@@ -121,7 +121,14 @@ async fn an_interval_schedule_fires_on_its_racks_and_pause_resume_and_trigger_co
     let schedules = service(&ops.state);
     let (s, id) = power_on_schedule(&ops, "every-2s", "2s").await;
     assert_eq!(s["enabled"], true);
-    assert!(s["next_run_at"].is_string());
+    let next: chrono::DateTime<Utc> = s["next_run_at"].as_str().unwrap().parse().unwrap();
+    // On the grid of whole seconds: no fraction of the creation moment kept.
+    assert_eq!(
+        chrono::Timelike::nanosecond(&next),
+        0,
+        "{}",
+        s["next_run_at"]
+    );
 
     let first = tick_until_runs(&ops, &schedules, &id, 1).await.remove(0);
     assert_eq!(first["trigger"], "schedule");

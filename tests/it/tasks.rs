@@ -184,6 +184,15 @@ async fn rack_shortcuts_and_task_filters_work_together(ops: Ops) {
         .map(|t| t["operation"].as_str().unwrap())
         .collect();
     assert_eq!(newest, vec!["power_off", "restart"], "newest first");
+    // Tasks name their rack, in lists and when read one by one.
+    let names: Vec<&str> = listed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["rack_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["rack-0002", "rack-0001"]);
+    assert_eq!(cycled["rack_name"], "rack-0001");
     let next = listed.body["next_cursor"].as_str().unwrap();
     let rest = ops
         .app

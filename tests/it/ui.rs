@@ -208,8 +208,17 @@ async fn a_preview_shows_the_plan_without_creating_a_task(app: TestApp) {
     let (cookie, token) = cookie_of(&app.get("/ui/racks").await);
     let form =
         format!("rack={id}&operation=power_on&description=&conflict_strategy=reject&csrf={token}");
+    let audited = app.count_rows("audit_log").await;
     let r = post_form(&app, "/ui/run/preview", Some(&cookie), &form).await;
     assert_html(&r, 200);
+    // A preview changes nothing, so, like an API dry run, it is not in the audit log.
+    assert_eq!(app.count_rows("audit_log").await, audited);
+    let body = serde_json::json!({"target_spec": {"racks": [{"id": id}]}});
+    let dry = app
+        .post("/v1/operations/power-on?dry_run=true", &body)
+        .await;
+    assert_eq!(dry.status, 200, "{}", dry.text);
+    assert_eq!(app.count_rows("audit_log").await, audited);
     for expected in [
         "rack-0001",
         "Stage",

@@ -3,8 +3,10 @@
 Starts its own `flow serve` (a SQLite file, simulated devices with short latency, the shared
 Temporal server on a private task queue, a loopback port), then as an operator would: creates
 racks through the API, finds one in the console, pages through the list, runs a power-on with
-its preview and watches it finish live, sees a drift diff. Any browser console error fails the
-test. Screenshots of every page at 1280 and 390 px go to target/ui-shots/.
+its preview and watches it finish live, sees a drift diff; checks each rack elevation (SVG) has
+exactly the rack's components as trays, each linking to its page, and an NVLink domain's page
+draws its racks side by side. At 390 px the component and step tables are stacked cards with no
+cell hidden. Any browser console error fails the test. Screenshots of every page at 1280 and 390 px go to target/ui-shots/.
 
 A second server requires API tokens (`FLOW_AUTH=token`, tokens made with `flow token create`):
 an operator signs in, sees a rollout's waves and its approval gate with the steering controls; a
@@ -228,6 +230,19 @@ class Console:
         assert not self.errors, f"browser console errors: {self.errors}"
 
 
+def check_elevation(scope, base, rack):
+    """The SVG's trays are exactly the rack's components: one each, each linking to its page,
+    the highest slot on top, each labelled with its slot and name."""
+    components = call(base, "GET", f"/v1/racks/{rack['id']}?include_components=true")["components"]
+    trays = scope.locator("svg.elevation a.tray")
+    expect(trays).to_have_count(len(components))
+    hrefs = [t.get_attribute("href") for t in trays.all()]
+    assert sorted(hrefs) == sorted(f"/ui/components/{x['id']}" for x in components), hrefs
+    by_slot = sorted(components, key=lambda x: x["position"]["slot_id"], reverse=True)
+    labels = [t.locator("text").text_content() for t in trays.all()]
+    assert labels == [f"U{x['position']['slot_id']} {x['name']}" for x in by_slot], labels
+
+
 def test_an_operator_finds_a_rack_runs_a_power_on_live_and_sees_drift(flow, browser):
     racks = [call(flow, "POST", "/v1/expected-racks", rack_body(n)) for n in range(1, 4)]
     rack = racks[0]
@@ -256,7 +271,26 @@ def test_an_operator_finds_a_rack_runs_a_power_on_live_and_sees_drift(flow, brow
     page.get_by_role("link", name="ui-rack-01").click()
     expect(page.locator("h1")).to_have_text("Rack ui-rack-01")
     expect(page.locator("main")).to_contain_text("UI-01-3")
+    check_elevation(page, flow, rack)
     c.shot("rack")
+
+    # An NVLink domain of two racks: their elevations side by side, a tray's link to its page.
+    call(flow, "POST", "/v1/nvl-domains", {"name": "ui-nvl-1"})
+    call(flow, "POST", "/v1/nvl-domains/ui-nvl-1/racks", {"racks": [{"name": "ui-rack-01"}, {"name": "ui-rack-02"}]})
+    page.goto(f"{flow}/ui/racks/{rack['id']}")
+    page.get_by_role("link", name="ui-nvl-1").click()
+    expect(page.locator("h1")).to_have_text("NVLink domain ui-nvl-1")
+    expect(page.locator(".elevations figure")).to_have_count(2)
+    expect(page.locator(".elevations figcaption")).to_have_text(["ui-rack-01", "ui-rack-02"])
+    for fig, r in zip(page.locator(".elevations figure").all(), racks[:2]):
+        check_elevation(fig, flow, r)
+    boxes = [f.bounding_box() for f in page.locator(".elevations figure").all()]
+    assert boxes[0]["y"] == boxes[1]["y"] and boxes[0]["x"] < boxes[1]["x"], f"not side by side: {boxes}"
+    c.shot("nvl-domain")
+    page.locator("svg.elevation a.tray").first.click()
+    expect(page.locator("h1")).to_have_text("Component ui01-compute-4")
+    expect(page.get_by_role("link", name="ui-rack-01")).to_be_visible()
+    c.shot("component")
 
     # Select it, preview a power-on, confirm.
     page.goto(f"{flow}/ui/racks?name=ui-rack-01")
@@ -281,7 +315,14 @@ def test_an_operator_finds_a_rack_runs_a_power_on_live_and_sees_drift(flow, brow
 
     page.goto(f"{flow}/ui/tasks")
     expect(page.locator("tbody tr")).to_have_count(1)
+    # Tasks name their rack.
+    expect(page.locator("tbody tr td").nth(3)).to_have_text("ui-rack-01")
     c.shot("tasks")
+
+    # After the power-on the rack's trays are drawn on: power recorded from the task's steps.
+    page.goto(f"{flow}/ui/racks/{rack['id']}")
+    trays = page.locator("svg.elevation a.tray")
+    assert [t.get_attribute("data-power") for t in trays.all()] == ["on"] * 5
 
     # Drift: the operator records new firmware the devices do not run yet.
     tray = next(x for x in call(flow, "GET", f"/v1/racks/{rack['id']}?include_components=true")["components"]
@@ -322,12 +363,24 @@ def test_every_page_is_usable_at_phone_width(flow, browser):
     pages = {"racks": "/ui/racks", "rack": f"/ui/racks/{rack['id']}", "tasks": "/ui/tasks",
              "drift": "/ui/drift?kind=mismatch", "schedules": "/ui/schedules", "rules": "/ui/rules",
              "run": f"/ui/run?rack={rack['id']}"}
+    pages["nvl-domain"] = "/ui/nvl-domains/ui-nvl-1"
+    tray = call(flow, "GET", f"/v1/racks/{rack['id']}?include_components=true")["components"][0]
+    pages["component"] = f"/ui/components/{tray['id']}"
     if task:
         pages["task"] = f"/ui/tasks/{task[0]['id']}"
     for name, path in pages.items():
         page.goto(flow + path)
         expect(page.locator("h1")).to_be_visible()
         c.shot(name)
+        # Component and step tables become stacked cards: every cell shown, none scrolled away.
+        hidden = page.evaluate("""() => [...document.querySelectorAll('table.cards td')]
+            .filter(td => { const r = td.getBoundingClientRect();
+                            return r.width === 0 || r.right > document.documentElement.clientWidth + 1; })
+            .map(td => td.dataset.label)""")
+        assert hidden == [], f"{name} at 390 px hides {hidden}"
+        if name in ("rack", "task"):
+            expect(page.locator("table.cards thead").first).to_be_hidden()
+            expect(page.locator("table.cards td[data-label=Power], table.cards td[data-label='Last event']").first).to_be_visible()
     page.goto(flow + pages["run"])
     page.get_by_label("Operation").select_option("power_off")
     page.get_by_role("button", name="Preview the plan").click()

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::Access::{Needs, Probe, Session};
 use super::refused::{auth_failed, forbidden_problem, unauthorized};
-use super::{ConsoleFace, access_for, is_dry_run, needed};
+use super::{ConsoleFace, access_for, is_preview, needed};
 use crate::api::problem::Problem;
 use crate::app::AppState;
 use crate::audit;
@@ -92,7 +92,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     // Handlers that show who is acting (the console) read it from here.
     request.extensions_mut().insert(identity.clone());
     let role = identity.role_for(needed);
-    let audited = mutating(&method) && !is_dry_run(request.uri().query());
+    let audited = mutating(&method) && !is_preview(request.uri().path(), request.uri().query());
     let request_id = request
         .headers()
         .get("x-request-id")

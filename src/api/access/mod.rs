@@ -84,6 +84,15 @@ fn needed(access: Access, query: Option<&str>, metrics_public: bool) -> Option<R
     }
 }
 
+/// Console forms that only show what would happen (the run form's plan preview): like
+/// `dry_run=true`, they change nothing, so they are not audited.
+const PREVIEWS: &[&str] = &["/ui/run/preview"];
+
+/// Whether a request only previews: a `dry_run=true` query or one of [`PREVIEWS`].
+fn is_preview(path: &str, query: Option<&str>) -> bool {
+    PREVIEWS.contains(&path) || is_dry_run(query)
+}
+
 fn is_dry_run(query: Option<&str>) -> bool {
     query.is_some_and(|q| {
         form_urlencoded::parse(q.as_bytes()).any(|(k, v)| k == "dry_run" && v == "true")

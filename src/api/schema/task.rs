@@ -119,7 +119,7 @@ impl From<StageReport> for StageDoc {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(example = json!({
     "id": "0192f3a0-0000-7000-8000-0000000000ab", "request_id": "0192f3a0-0000-7000-8000-0000000000aa",
-    "operation": "power_on", "rack_id": "0192f3a0-0000-7000-8000-000000000001",
+    "operation": "power_on", "rack_id": "0192f3a0-0000-7000-8000-000000000001", "rack_name": "g10",
     "component_ids": ["0192f3a0-0000-7000-8000-000000000002"], "description": null,
     "status": "succeeded", "message": "succeeded", "queue_expires_at": null,
     "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:02Z",
@@ -142,6 +142,8 @@ pub struct TaskDoc {
     /// `bring_up` or `ingest`.
     pub operation: String,
     pub rack_id: Uuid,
+    /// The rack's name; `null` once the rack is purged.
+    pub rack_name: Option<String>,
     pub component_ids: Vec<Uuid>,
     pub description: Option<String>,
     pub status: TaskStatusDoc,
@@ -171,6 +173,7 @@ impl TaskDoc {
             request_id: task.request_id.into(),
             operation: task.operation.code().to_string(),
             rack_id: task.rack_id.into(),
+            rack_name: None,
             component_ids: task.components.iter().map(|c| c.id.into()).collect(),
             description: task.description,
             status: task.status.into(),
@@ -185,6 +188,12 @@ impl TaskDoc {
             rule: None,
             stages: stages.map(|s| s.into_iter().map(Into::into).collect()),
         }
+    }
+
+    /// Names the task's rack, when it still exists.
+    pub fn with_rack_name(mut self, name: Option<String>) -> Self {
+        self.rack_name = name;
+        self
     }
 
     /// Adds the rule the task's plan resolved.

@@ -79,6 +79,14 @@ pub(in crate::workflows) fn activity_error(e: Error) -> ActivityError {
     }
 }
 
+/// What a step learnt of its device on the way: an external id from registration, a firmware
+/// version from a finished update.
+#[derive(Default)]
+struct Learnt {
+    external_id: Option<String>,
+    firmware_version: Option<String>,
+}
+
 /// What a step's heartbeats carry (as JSON text): a note for people, and the firmware update
 /// the step follows with when it was started. Temporal keeps the last one and hands it to the
 /// next attempt, so a retried or re-scheduled step resumes that update instead of pushing again.
@@ -99,7 +107,7 @@ struct FollowedUpdate {
 struct Heartbeat<'a> {
     ctx: &'a ActivityContext,
     clock: &'a dyn Clock,
-    registered: std::sync::Mutex<Option<String>>,
+    learnt: std::sync::Mutex<Learnt>,
     update: std::sync::Mutex<Option<FollowedUpdate>>,
     /// The update the previous attempt's last heartbeat named.
     earlier: Option<FollowedUpdate>,
@@ -117,7 +125,7 @@ impl<'a> Heartbeat<'a> {
         Self {
             ctx,
             clock,
-            registered: std::sync::Mutex::new(None),
+            learnt: std::sync::Mutex::new(Learnt::default()),
             update: std::sync::Mutex::new(None),
             earlier,
         }
@@ -137,8 +145,14 @@ impl<'a> Heartbeat<'a> {
 #[async_trait]
 impl Progress for Heartbeat<'_> {
     fn registered(&self, external_id: &str) {
-        if let Ok(mut slot) = self.registered.lock() {
-            *slot = Some(external_id.to_string());
+        if let Ok(mut learnt) = self.learnt.lock() {
+            learnt.external_id = Some(external_id.to_string());
+        }
+    }
+
+    fn firmware_reported(&self, version: &str) {
+        if let Ok(mut learnt) = self.learnt.lock() {
+            learnt.firmware_version = Some(version.to_string());
         }
     }
 
@@ -246,9 +260,13 @@ impl RackActivities {
             name: input.device.name.clone(),
             error,
         };
-        let registered = progress.registered.lock().ok().and_then(|mut s| s.take());
+        let learnt = progress
+            .learnt
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
         let mut result = result;
-        if let (Ok(_), Some(external_id)) = (&result, registered) {
+        if let (Ok(_), Some(external_id)) = (&result, learnt.external_id) {
             // What registration learnt is the component's external id, as the drift sync
             // records it: in the observed fields, never the operator's.
             let kind = input.device.kind;
@@ -264,15 +282,16 @@ impl RackActivities {
                 ))));
             }
         }
-        if let (Ok(_), Some(power)) = (&result, steps::power_after(&input.actions)) {
-            // The power state the step left the device in is recorded as the drift sync records
-            // what it sees (observed fields, never the operator's), so badges are right as the
-            // step ends.
+        let power = steps::power_after(&input.actions);
+        if result.is_ok() && (power.is_some() || learnt.firmware_version.is_some()) {
+            // The power state the step left the device in, and the firmware an update reported,
+            // are recorded as the drift sync records what it sees (observed fields, never the
+            // operator's), so badges are right as the step ends.
             let sighting = crate::drift::compare::Sighting {
                 component_id: component,
                 external_id: None,
-                firmware_version: None,
-                power: Some(power),
+                firmware_version: learnt.firmware_version,
+                power,
             };
             crate::drift::store::record_sightings(db, &[sighting], now)
                 .await

@@ -26,6 +26,8 @@ pub trait Progress: Send + Sync {
     fn earlier_update(&self) -> Option<String> {
         None
     }
+    /// A finished firmware update named the version the device now runs.
+    fn firmware_reported(&self, _version: &str) {}
 }
 
 /// How a step ended, when it did not succeed.
@@ -278,10 +280,19 @@ async fn run(
                 "firmware update in progress",
                 || async {
                     match firmware.update_status(device).await {
-                        Ok(s) if s.state == FirmwareState::Completed => Ok(Ok(format!(
-                            "firmware updated to {}",
-                            s.version.unwrap_or_else(|| "the target version".into())
-                        ))),
+                        Ok(s) if s.state == FirmwareState::Completed => {
+                            // The version the device reports, else the one it was told to run.
+                            let version = s
+                                .version
+                                .or_else(|| firmware_request.target_version.clone());
+                            if let Some(v) = &version {
+                                progress.firmware_reported(v);
+                            }
+                            Ok(Ok(format!(
+                                "firmware updated to {}",
+                                version.unwrap_or_else(|| "the target version".into())
+                            )))
+                        }
                         Ok(s) if s.state == FirmwareState::Failed => {
                             Err(StepFailure::Device(DeviceError::Rejected(format!(
                                 "firmware update failed: {}",

@@ -152,8 +152,8 @@ async fn the_first_admin_is_bootstrapped_on_the_database_and_the_cli_sends_flow_
     )
     .await;
     assert!(
-        audit.stdout.contains("local:"),
-        "created_by of the bootstrap token: {}",
+        audit.stdout.contains("local:") && !audit.stdout.contains("local:unknown"),
+        "created_by of the bootstrap token names the account: {}",
         audit.stdout
     );
 }
