@@ -30,21 +30,25 @@ pub enum Access {
     Needs(Role),
     /// An operation: `operator`, or `viewer` for a `dry_run=true` preview.
     Runs,
-    /// The operator console: at least this role, presented in the console's session cookie
-    /// (never a bearer header); without a valid session a browser is sent to sign in.
+    /// The operator console: at least this role, held by the console's server-side session
+    /// (never a bearer header); without a live session a browser is sent to sign in.
     Session(Role),
 }
 
 use Access::{Metrics, Needs, Probe, Public, Runs, Session};
 
-/// How the console answers for itself where the guard stops a request: its session credential,
-/// its sign-in redirect and its error page. The console (`ui`) supplies it when it is mounted
-/// beside the API (`service::router`), so the guard serves both faces without `api` knowing
-/// the console.
+/// How the console answers for itself where the guard stops a request: its server-side
+/// session, its sign-in redirect and its error page. The console (`ui`) supplies it when it is
+/// mounted beside the API (`service::router`), so the guard serves both faces without `api`
+/// knowing the console.
 #[derive(Clone, Copy)]
 pub struct ConsoleFace {
-    /// The credential of the browser's session, if it presents one.
-    pub token: for<'a> fn(&'a HeaderMap) -> Option<&'a str>,
+    /// The identity of the browser's live session (`Missing` without one; never a credential).
+    pub session: for<'a> fn(
+        &'a AppState,
+        &'a HeaderMap,
+        &'a axum::http::Extensions,
+    ) -> futures::future::BoxFuture<'a, Result<Identity, AuthError>>,
     /// Where a browser without a valid session goes: the sign-in page.
     pub to_login: fn(&Method, &Uri, &HeaderMap) -> Response,
     /// A problem as a whole console page.
@@ -266,6 +270,14 @@ fn unauthorized(err: &AuthError) -> Response {
     response
 }
 
+fn unavailable() -> Problem {
+    Problem::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Code::Unavailable,
+        "credentials cannot be checked right now; retry",
+    )
+}
+
 /// Counts a refused credential in `flow_auth_failures_total`.
 fn auth_failed(err: &AuthError) {
     let reason = match err {
@@ -326,40 +338,27 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     let auth = state.authenticator();
     let identity = if auth.modes().is_none() {
         Identity::anonymous()
+    } else if let Some(face) = console {
+        match (face.session)(&state, request.headers(), request.extensions()).await {
+            Ok(identity) => identity,
+            Err(AuthError::KeysUnavailable) => return (face.error_page)(unavailable()),
+            Err(e) => {
+                if e != AuthError::Missing {
+                    auth_failed(&e);
+                }
+                return (face.to_login)(request.method(), request.uri(), request.headers());
+            }
+        }
     } else {
-        let presented = if let Some(face) = console {
-            (face.token)(request.headers())
-        } else {
-            bearer(request.headers())
-        };
-        let Some(presented) = presented else {
-            return match console {
-                Some(face) => (face.to_login)(request.method(), request.uri(), request.headers()),
-                None => unauthorized(&AuthError::Missing),
-            };
+        let Some(presented) = bearer(request.headers()) else {
+            return unauthorized(&AuthError::Missing);
         };
         match auth.authenticate(presented).await {
             Ok(identity) => identity,
-            Err(AuthError::KeysUnavailable) => {
-                let problem = Problem::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Code::Unavailable,
-                    "credentials cannot be checked right now; retry",
-                );
-                return match console {
-                    Some(face) => (face.error_page)(problem),
-                    None => problem.into_response(),
-                };
-            }
+            Err(AuthError::KeysUnavailable) => return unavailable().into_response(),
             Err(e) => {
                 tracing::info!(%method, %route, reason = %e, "refused a bearer token");
-                return match console {
-                    Some(face) => {
-                        auth_failed(&e);
-                        (face.to_login)(request.method(), request.uri(), request.headers())
-                    }
-                    None => unauthorized(&e),
-                };
+                return unauthorized(&e);
             }
         }
     };
