@@ -145,17 +145,38 @@ pub async fn submit(
     } else {
         None
     };
+    let opening = sessions::Opening {
+        until: if bound_to.is_none() {
+            jwt_expiry(token)
+        } else {
+            None
+        },
+        identity,
+        token: bound_to,
+    };
     let limits = sessions::Limits::from_config(state.config());
-    let id = match sessions::open(state.db(), &identity, bound_to, state.now(), limits).await {
+    let id = match sessions::open(state.db(), &opening, state.now(), limits).await {
         Ok(id) => id,
         Err(e) => return opening_failed(&e),
     };
-    tracing::info!(actor = %identity.actor, "signed in to the console");
+    tracing::info!(actor = %opening.identity.actor, "signed in to the console");
     let mut response = Redirect::to(&next).into_response();
     if let Some(cookie) = session::set(session::COOKIE, &id, https) {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
     response
+}
+
+/// The `exp` of a JWT that was just verified (so its claims can be read as they are): the
+/// session opened with it ends then at the latest.
+fn jwt_expiry(jwt: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    use base64::Engine;
+    let payload = jwt.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    chrono::DateTime::from_timestamp(claims.get("exp")?.as_i64()?, 0)
 }
 
 fn opening_failed(e: &crate::error::Error) -> Response {

@@ -70,20 +70,36 @@ pub fn well_formed(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// Opens a session for `identity` (bound to `token` when it signed in with one); returns the
-/// id for the cookie. Sessions that have ended are swept on the way.
+/// What a session is opened for: the identity, the API token it signed in with (the session
+/// ends with it), and the end of the credential's own validity (a JWT's `exp`).
+#[derive(Debug, Clone)]
+pub struct Opening {
+    pub identity: Identity,
+    pub token: Option<TokenId>,
+    pub until: Option<DateTime<Utc>>,
+}
+
+/// Opens a session; returns the id for the cookie. Sessions that have ended are swept on the
+/// way.
 pub async fn open(
     db: &impl ConnectionTrait,
-    identity: &Identity,
-    token: Option<TokenId>,
+    opening: &Opening,
     now: DateTime<Utc>,
     limits: Limits,
 ) -> Result<String> {
+    let Opening {
+        identity,
+        token,
+        until,
+    } = opening;
     sweep(db, now, limits).await?;
     let mut bytes = [0u8; 32];
     random(&mut bytes)?;
     let id = URL_SAFE_NO_PAD.encode(bytes);
     let roles: Vec<&str> = identity.roles.iter().map(|r| r.as_str()).collect();
+    let max_end = now
+        .checked_add_signed(limits.max)
+        .unwrap_or(DateTime::<Utc>::MAX_UTC);
     let row = console_sessions::ActiveModel {
         id_hash: Set(hash(&id)),
         token_id: Set(token.map(Into::into)),
@@ -91,9 +107,7 @@ pub async fn open(
         roles: Set(roles.join(",")),
         created_at: Set(now),
         last_seen_at: Set(now),
-        expires_at: Set(now
-            .checked_add_signed(limits.max)
-            .unwrap_or(DateTime::<Utc>::MAX_UTC)),
+        expires_at: Set(until.map_or(max_end, |until| until.min(max_end))),
     };
     console_sessions::Entity::insert(row)
         .exec_without_returning(db)

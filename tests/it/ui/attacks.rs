@@ -13,12 +13,12 @@ use axum::http::{Method, Request};
 use chrono::Duration;
 use flow::app::App;
 use flow::auth::Role;
-use flow::clock::ManualClock;
+use flow::clock::{Clock, ManualClock};
 use flow::config::Config;
 
 use super::signin::{form, get_with, secured, sign_in};
 use super::{assert_html, cookie_of, form_token, post_form};
-use crate::auth::{api_token, bearer};
+use crate::auth::{Jwks, TestKey, api_token, auth_config, bearer, claims};
 use crate::support::fixtures::gb200_rack;
 use crate::support::{Backend, TestApp, TestDb, TestResponse};
 
@@ -189,9 +189,7 @@ async fn a_planted_session_cookie_is_never_adopted_by_signing_in() {
 
 /// A console with a clock the test moves: sessions idle out after 10 minutes and end 1 hour
 /// after sign-in.
-async fn on_a_clock() -> (TestApp, Arc<ManualClock>) {
-    let mut config = Config::default();
-    config.auth.mode = "token".into();
+async fn on_a_clock(mut config: Config) -> (TestApp, Arc<ManualClock>) {
     config.auth.session_idle_minutes = 10;
     config.auth.session_max_hours = 1;
     let db = TestDb::new(Backend::Sqlite).await;
@@ -206,7 +204,9 @@ async fn on_a_clock() -> (TestApp, Arc<ManualClock>) {
 
 #[tokio::test]
 async fn sessions_end_when_idle_and_at_their_absolute_limit() {
-    let (app, clock) = on_a_clock().await;
+    let mut config = Config::default();
+    config.auth.mode = "token".into();
+    let (app, clock) = on_a_clock(config).await;
     let secret = api_token(&app, "ops", Role::Operator).await;
     let live = |cookie: String| {
         let app = &app;
@@ -233,6 +233,27 @@ async fn sessions_end_when_idle_and_at_their_absolute_limit() {
     clock.advance(Duration::minutes(7));
     assert_eq!(live(cookie.clone()).await.as_u16(), 303);
     assert_eq!(app.count_rows("console_sessions").await, 0);
+}
+
+#[tokio::test]
+async fn a_session_opened_with_a_jwt_ends_when_the_jwt_expires() {
+    let key = TestKey::es256("console");
+    let jwks = Jwks::serve(&[&key]).await;
+    let (app, clock) = on_a_clock(auth_config(&jwks)).await;
+    let mut claims = claims("alice", &["operator"]);
+    claims["exp"] = (clock.now() + Duration::minutes(5)).timestamp().into();
+    let (cookie, _) = sign_in(&app, &key.sign(&claims)).await;
+    let page = get_with(&app, "/ui/racks", &[("cookie", &cookie)]).await;
+    assert!(page.text.contains("user:alice"), "{}", page.text);
+    clock.advance(Duration::minutes(4));
+    assert_html(
+        &get_with(&app, "/ui/racks", &[("cookie", &cookie)]).await,
+        200,
+    );
+    // Well inside the idle limit, but past the JWT's own expiry.
+    clock.advance(Duration::minutes(2));
+    let r = get_with(&app, "/ui/racks", &[("cookie", &cookie)]).await;
+    assert_eq!(r.status.as_u16(), 303, "{}", r.text);
 }
 
 #[tokio::test]
