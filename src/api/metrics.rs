@@ -46,7 +46,7 @@ pub async fn track(request: Request, next: Next) -> Response {
 /// Request rates and latencies, task outcomes and durations, tasks not yet ended, device-call
 /// outcomes and latencies per component manager, drift, schedule fires, the database pool and
 /// Temporal client errors, in the Prometheus text format.
-#[utoipa::path(get, path = "/metrics", tag = SYSTEM, responses(
+#[utoipa::path(get, path = "/metrics", tag = SYSTEM, security(("access" = ["metrics"])), responses(
     (status = 200, description = "Prometheus text exposition", body = String,
         content_type = "text/plain; version=0.0.4; charset=utf-8",
         example = "# TYPE flow_tasks_total counter\nflow_tasks_total{operation=\"power_on\",status=\"succeeded\"} 3\n"),
