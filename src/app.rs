@@ -78,6 +78,8 @@ pub struct AppInner {
     pub worker: WorkerStatus,
     /// Checks bearer credentials per `FLOW_AUTH`.
     pub auth: Authenticator,
+    /// The console's CSRF key, read from the database once (every replica shares it).
+    pub session_key: tokio::sync::OnceCell<ring::hmac::Key>,
 }
 
 impl AppState {
@@ -89,6 +91,11 @@ impl AppState {
     /// Checks bearer credentials.
     pub fn authenticator(&self) -> &Authenticator {
         &self.0.auth
+    }
+
+    /// Where the console's CSRF key is kept once read.
+    pub fn session_key(&self) -> &tokio::sync::OnceCell<ring::hmac::Key> {
+        &self.0.session_key
     }
 
     /// Lookups by serial (coalesced on PostgreSQL).

@@ -249,7 +249,10 @@ async fn stop_drift_sync(
 /// The whole HTTP application of a process: the API and the operator console side by side,
 /// behind one guard and middleware stack.
 pub fn router(state: AppState) -> axum::Router {
-    api::router_with(state, ui::routes(), ui::face())
+    let shield = ui::shield::Shield::new(state.config());
+    api::router_with(state.clone(), ui::routes(state), ui::face()).layer(
+        axum::middleware::from_fn_with_state(shield, ui::shield::protect),
+    )
 }
 
 async fn serve_api(

@@ -10,6 +10,7 @@ mod m20261201_000004_create_schedules;
 mod m20261202_000006_create_auth;
 mod m20261202_000007_create_rollouts;
 mod m20261203_000008_add_audit_client;
+mod m20261204_000009_create_console_sessions;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -27,6 +28,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000006_create_auth::Migration),
             Box::new(m20261202_000007_create_rollouts::Migration),
             Box::new(m20261203_000008_add_audit_client::Migration),
+            Box::new(m20261204_000009_create_console_sessions::Migration),
         ]
     }
 }

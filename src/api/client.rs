@@ -25,7 +25,8 @@ impl TrustedProxies {
         Self(Arc::new(networks))
     }
 
-    fn trusts(&self, addr: IpAddr) -> bool {
+    /// Whether `addr` is one of the trusted proxies.
+    pub fn trusts(&self, addr: IpAddr) -> bool {
         self.0.iter().any(|net| net.contains(&addr))
     }
 

@@ -137,6 +137,23 @@ fn build(state: AppState, beside: Router<AppState>, face: Option<access::Console
             trusted_proxies(&config),
             client::resolve,
         ))
+        .layer(axum::middleware::map_response(security_headers))
+}
+
+/// Headers on every answer: no content sniffing (a JSON answer is never run as a script), and
+/// no `Referer` carrying Flow's URLs (ids, filters) to wherever a link leads.
+async fn security_headers(mut response: axum::response::Response) -> axum::response::Response {
+    use axum::http::{HeaderValue, header};
+    let headers = response.headers_mut();
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
 }
 
 /// `FLOW_TRUSTED_PROXIES`, checked when the configuration was loaded.

@@ -108,7 +108,11 @@ pub struct TokenListDoc {
 pub async fn create_token(
     State(state): State<AppState>,
     Json(body): Json<CreateTokenRequest>,
-) -> ApiResult<(StatusCode, axum::Json<CreatedTokenDoc>)> {
+) -> ApiResult<(
+    StatusCode,
+    [(axum::http::HeaderName, &'static str); 1],
+    axum::Json<CreatedTokenDoc>,
+)> {
     let role = Role::parse(&body.role)
         .ok_or_else(|| Error::invalid("role", "must be viewer, operator, editor or admin"))?;
     let max_days = state.config().auth.token_max_days;
@@ -121,6 +125,8 @@ pub async fn create_token(
     let created = tokens::create(state.db(), &new, &audit::actor(), state.now()).await?;
     Ok((
         StatusCode::CREATED,
+        // The secret must not stay in any cache between Flow and the caller.
+        [(axum::http::header::CACHE_CONTROL, "no-store")],
         axum::Json(CreatedTokenDoc {
             token: created.token.into(),
             secret: created.secret,

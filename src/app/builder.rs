@@ -167,6 +167,7 @@ impl AppBuilder {
             observer,
             draining: watch::channel(false).0,
             worker: WorkerStatus::default(),
+            session_key: tokio::sync::OnceCell::new(),
         }));
         App { state, registry }
     }

@@ -236,6 +236,15 @@ pub async fn revoke(db: &DatabaseConnection, id: TokenId, now: DateTime<Utc>) ->
     Ok(after)
 }
 
+/// The id of the token a secret belongs to, if any (a console session is bound to it).
+pub async fn id_of(db: &impl ConnectionTrait, secret: &str) -> Result<Option<TokenId>> {
+    Ok(api_tokens::Entity::find()
+        .filter(api_tokens::Column::TokenHash.eq(hash(secret)))
+        .one(db)
+        .await?
+        .map(|row| row.id.into()))
+}
+
 /// The identity behind a presented secret. Unknown, revoked and expired-but-wrong tokens all
 /// answer `Invalid`; only a genuine token past its expiry answers `Expired`.
 pub async fn verify(

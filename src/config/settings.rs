@@ -320,6 +320,20 @@ pub const SETTINGS: &[Setting] = &[
     free("FLOW_JWT_ROLES_CLAIM", "auth.jwt.roles_claim", "roles"),
     free("FLOW_JWT_ROLE_MAP", "auth.jwt.role_map", ""),
     int("FLOW_TOKEN_MAX_DAYS", "auth.token_max_days", 365, 1, 36_500),
+    int(
+        "FLOW_SESSION_IDLE_MINUTES",
+        "auth.session_idle_minutes",
+        30,
+        1,
+        1_440,
+    ),
+    int(
+        "FLOW_SESSION_MAX_HOURS",
+        "auth.session_max_hours",
+        12,
+        1,
+        720,
+    ),
     flag("FLOW_METRICS_PUBLIC", "metrics.public", true),
     int(
         "FLOW_AUDIT_RETENTION_DAYS",

@@ -200,6 +200,10 @@ pub struct Auth {
     /// The longest lifetime an API token may be given, and the lifetime of one created
     /// without `expires`.
     pub token_max_days: u64,
+    /// A console session unused this long ends (minutes).
+    pub session_idle_minutes: u64,
+    /// A console session ends this long after sign-in, however busy (hours).
+    pub session_max_hours: u64,
 }
 
 /// JWTs from an identity provider.

@@ -1,19 +1,22 @@
 //! Signing in and out. The form takes a credential the API would accept as a bearer token (an
 //! API token `flow_…` or an identity provider's JWT), checks it with the API's own
-//! [`crate::auth::Authenticator`] and keeps it in the session cookie ([`super::session`]).
-//! The credential is never logged or shown back; a wrong one gets the same answer as an
-//! unknown one, as on the API.
+//! [`crate::auth::Authenticator`] and opens a server-side session for the identity
+//! ([`super::sessions`]); the cookie gets only the session's id ([`super::session`]). Signing
+//! in always opens a new session (one the browser already presented is ended: no fixation);
+//! signing out ends it. The credential is never logged, stored or shown back; a wrong one gets
+//! the same answer as an unknown one, as on the API.
 
 use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{Extensions, HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 
 use super::csrf::CsrfToken;
 use super::page::{self, csrf_field};
 use super::session::{self, safe_next};
+use super::sessions;
 use crate::api::problem::{FieldErrorDoc, Problem};
 use crate::app::AppState;
 use crate::auth::AuthError;
@@ -67,12 +70,15 @@ pub async fn show(
     form(StatusCode::OK, &csrf, &next, None)
 }
 
-/// `POST /ui/login`: checks the credential; on success keeps it in the session cookie and goes
-/// back to the page that asked for it.
+/// Credentials longer than this are not ours (JWTs are a few KiB at most).
+const MAX_TOKEN_BYTES: usize = 8 * 1024;
+
+/// `POST /ui/login`: checks the credential; on success opens a session and goes back to the
+/// page that asked for it.
 pub async fn submit(
     State(state): State<AppState>,
     Extension(csrf): Extension<CsrfToken>,
-    uri: Uri,
+    extensions: Extensions,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -99,7 +105,7 @@ pub async fn submit(
     if token.is_empty() {
         return refused(StatusCode::BAD_REQUEST, "enter a token");
     }
-    if !session::storable(token) {
+    if token.len() > MAX_TOKEN_BYTES {
         return refused(StatusCode::UNAUTHORIZED, &AuthError::Invalid.to_string());
     }
     let identity = match auth.authenticate(token).await {
@@ -123,21 +129,85 @@ pub async fn submit(
             "these credentials carry no Flow role (viewer, operator, editor or admin)",
         );
     }
-    tracing::info!(actor = %identity.actor, "signed in to the console");
+    let https = session::https(&extensions);
+    // A session this browser already had (perhaps one planted in it) ends here: the new one
+    // has a fresh id.
+    if let Some(old) = session::id(&headers, https)
+        && let Err(e) = sessions::close(state.db(), old).await
+    {
+        tracing::warn!(error = %e, "ending the previous console session failed");
+    }
+    let bound_to = if auth.modes().token && token.starts_with(crate::auth::tokens::PREFIX) {
+        match crate::auth::tokens::id_of(state.db(), token).await {
+            Ok(id) => id,
+            Err(e) => return opening_failed(&e),
+        }
+    } else {
+        None
+    };
+    let opening = sessions::Opening {
+        until: if bound_to.is_none() {
+            jwt_expiry(token)
+        } else {
+            None
+        },
+        identity,
+        token: bound_to,
+    };
+    let limits = sessions::Limits::from_config(state.config());
+    let id = match sessions::open(state.db(), &opening, state.now(), limits).await {
+        Ok(id) => id,
+        Err(e) => return opening_failed(&e),
+    };
+    tracing::info!(actor = %opening.identity.actor, "signed in to the console");
     let mut response = Redirect::to(&next).into_response();
-    if let Some(cookie) = session::set(token, session::over_https(&uri, &headers)) {
+    if let Some(cookie) = session::set(session::COOKIE, &id, https) {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
     response
 }
 
-/// `POST /ui/logout`: forgets the session (the credential itself stays valid until it expires
-/// or is revoked: the browser only stops holding it).
-pub async fn logout(uri: Uri, headers: HeaderMap) -> Response {
+/// The `exp` of a JWT that was just verified (so its claims can be read as they are): the
+/// session opened with it ends then at the latest.
+fn jwt_expiry(jwt: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    use base64::Engine;
+    let payload = jwt.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    chrono::DateTime::from_timestamp(claims.get("exp")?.as_i64()?, 0)
+}
+
+fn opening_failed(e: &crate::error::Error) -> Response {
+    tracing::error!(error = %e, "opening a console session failed");
+    page::error_page(Problem::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Code::Unavailable,
+        "the session could not be opened; try again shortly",
+    ))
+}
+
+/// `POST /ui/logout`: ends the session on the server (its id is worthless afterwards, even to
+/// someone who copied the cookie) and forgets the cookie.
+pub async fn logout(
+    State(state): State<AppState>,
+    extensions: Extensions,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(id) = session::id(&headers, session::https(&extensions))
+        && let Err(e) = sessions::close(state.db(), id).await
+    {
+        tracing::error!(error = %e, "ending a console session failed");
+        return page::error_page(Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Code::Unavailable,
+            "signing out failed; try again shortly",
+        ));
+    }
     let mut response = Redirect::to(session::LOGIN).into_response();
-    response.headers_mut().append(
-        header::SET_COOKIE,
-        session::clear(session::over_https(&uri, &headers)),
-    );
+    for cleared in session::clear(&headers) {
+        response.headers_mut().append(header::SET_COOKIE, cleared);
+    }
     response
 }

@@ -2,9 +2,11 @@
 //! [`crate::api`]. Pages call the same domain services (and the API's own handlers, in
 //! process) so both faces answer alike; nothing here is part of the OpenAPI document.
 //!
-//! htmx and its SSE extension are vendored into the binary ([`assets`]); every form carries a
-//! CSRF token ([`csrf`]); a person signs in with a token kept in a session cookie ([`login`],
-//! [`session`]); [`access`] is the one place that decides which actions are offered.
+//! htmx and its SSE extension are vendored into the binary ([`assets`]); [`shield`] is the front
+//! door (same-origin check on every unsafe request, security headers); every form carries a
+//! CSRF token derived from the session ([`csrf`]); signing in opens a server-side session whose
+//! id is all the cookie holds ([`login`], [`sessions`], [`session`]); [`access`] is the one
+//! place that decides which actions are offered.
 
 pub mod access;
 pub mod assets;
@@ -18,6 +20,8 @@ pub mod racks;
 pub mod rollouts;
 pub mod run;
 pub mod session;
+pub mod sessions;
+pub mod shield;
 pub mod tasks;
 pub mod views;
 
@@ -27,18 +31,19 @@ use axum::routing::{get, post};
 
 use crate::app::AppState;
 
-/// How the API's guard answers for the console: the session cookie, the sign-in redirect, and
+/// How the API's guard answers for the console: the session, the sign-in redirect, and
 /// problems as pages.
 pub fn face() -> crate::api::access::ConsoleFace {
     crate::api::access::ConsoleFace {
-        token: session::token,
+        session: session::resolve,
         to_login: session::to_login,
         error_page: page::error_page,
     }
 }
 
-/// Every console route, mounted beside the API by [`crate::service::router`].
-pub fn routes() -> Router<AppState> {
+/// Every console route, mounted beside the API by [`crate::service::router`] (which puts
+/// [`shield::protect`] in front of them).
+pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/ui", get(|| async { Redirect::to("/ui/racks") }))
         .route("/ui/", get(|| async { Redirect::to("/ui/racks") }))
@@ -64,5 +69,5 @@ pub fn routes() -> Router<AppState> {
         .route("/ui/rollouts/{id}", get(rollouts::show))
         .route("/ui/rollouts/{id}/live", get(rollouts::live))
         .route("/ui/rollouts/{id}/{action}", post(rollouts::steer))
-        .layer(axum::middleware::from_fn(csrf::protect))
+        .layer(axum::middleware::from_fn_with_state(state, csrf::protect))
 }

@@ -55,6 +55,9 @@ pub fn layout(title: &str, current: &str, viewer: Option<&Viewer>, body: Markup)
                 title { (title) " · Flow" }
                 // No favicon request (and no 404 in the browser console).
                 link rel="icon" href="data:,";
+                // htmx would otherwise add an inline <style>, which the console's
+                // Content-Security-Policy refuses (and the browser reports as an error).
+                meta name="htmx-config" content=r#"{"includeIndicatorStyles":false}"#;
                 link rel="stylesheet" href="/ui/assets/console.css";
                 script src="/ui/assets/htmx-2.0.11.js" defer {}
                 script src="/ui/assets/htmx-ext-sse-2.2.4.js" defer {}

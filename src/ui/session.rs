@@ -1,17 +1,42 @@
-//! The console's session: the credential a person signed in with (an API token or a JWT) kept
-//! in an HttpOnly, `SameSite=Strict` cookie scoped to `/ui`. The API's guard reads it for console
-//! routes only, never for `/v1/*` (there a cookie would let any page the browser visits act
-//! with the person's rights); the guard sends a browser without a valid one to the sign-in page.
+//! The console's session cookie: it carries only the id of a server-side session
+//! ([`super::sessions`]), never a credential. Over https it is `__Host-flow_session` (`Secure`,
+//! `Path=/`, no `Domain`: no other host or plain-http page can plant it), else `flow_session`;
+//! always `HttpOnly` and `SameSite=Strict`. The API's guard resolves it for console routes
+//! only ([`resolve`]), never for `/v1/*`, and sends a browser without a live one to sign in.
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Redirect, Response};
+use futures::future::BoxFuture;
 
-/// Name of the session cookie.
+use super::sessions;
+use crate::app::AppState;
+use crate::auth::{AuthError, Identity};
+
+/// Name of the session cookie over plain http.
 pub const COOKIE: &str = "flow_session";
 /// Where a browser signs in.
 pub const LOGIN: &str = "/ui/login";
-/// Credentials longer than this are not ours (JWTs are a few KiB at most).
-const MAX_TOKEN_BYTES: usize = 8 * 1024;
+/// What `__Host-` cookies are prefixed with over https.
+const HOST_PREFIX: &str = "__Host-";
+
+/// Whether this request reached Flow over https, as the console's front door
+/// ([`super::shield`]) decided it (a forwarded scheme counts only from a trusted proxy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Https(pub bool);
+
+/// Whether the request came over https (false when the front door did not say).
+pub fn https(extensions: &Extensions) -> bool {
+    extensions.get::<Https>().is_some_and(|h| h.0)
+}
+
+/// A cookie's name as sent over `https` or plain http.
+pub fn name(base: &str, https: bool) -> String {
+    if https {
+        format!("{HOST_PREFIX}{base}")
+    } else {
+        base.to_string()
+    }
+}
 
 /// A cookie's value by name.
 pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -25,69 +50,61 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, value)| value.trim())
 }
 
-/// Whether a credential may be kept in a cookie: API tokens and JWTs are made of these
-/// characters only, so nothing can break out of the cookie's value.
-pub fn storable(token: &str) -> bool {
-    !token.is_empty()
-        && token.len() <= MAX_TOKEN_BYTES
-        && token.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'+' | b'/' | b'=')
-        })
-}
-
-/// The credential of this browser's session, if it has one.
-pub fn token(headers: &HeaderMap) -> Option<&str> {
-    cookie(headers, COOKIE).filter(|t| storable(t))
-}
-
-/// Whether the browser reached Flow over https (directly, or through a proxy that says so),
-/// in which case the cookies get `Secure` and are never sent back over plain http.
-pub fn over_https(uri: &Uri, headers: &HeaderMap) -> bool {
-    let forwarded_proto = headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(',')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case("https")
-        });
-    let forwarded = headers
-        .get(header::FORWARDED)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split([';', ','])
-                .any(|p| p.trim().eq_ignore_ascii_case("proto=https"))
-        });
-    uri.scheme_str() == Some("https") || forwarded_proto || forwarded
+/// The session id this browser presents, if it looks like one of ours.
+pub fn id(headers: &HeaderMap, https: bool) -> Option<&str> {
+    cookie(headers, &name(COOKIE, https)).filter(|v| sessions::well_formed(v))
 }
 
 /// The attributes every console cookie carries.
 pub fn attributes(secure: bool) -> &'static str {
     if secure {
-        "Path=/ui; HttpOnly; SameSite=Strict; Secure"
+        "Path=/; HttpOnly; SameSite=Strict; Secure"
     } else {
-        "Path=/ui; HttpOnly; SameSite=Strict"
+        "Path=/; HttpOnly; SameSite=Strict"
     }
 }
 
-/// `Set-Cookie` keeping `token` for this browser session (until the browser closes; the token's
-/// own expiry still applies on every request).
-pub fn set(token: &str, secure: bool) -> Option<HeaderValue> {
-    if !storable(token) {
-        return None;
-    }
-    HeaderValue::from_str(&format!("{COOKIE}={token}; {}", attributes(secure))).ok()
+/// `Set-Cookie` for a console cookie (`value` is base64url or hex: nothing to escape).
+pub fn set(base: &str, value: &str, secure: bool) -> Option<HeaderValue> {
+    let cookie = format!("{}={value}; {}", name(base, secure), attributes(secure));
+    HeaderValue::from_str(&cookie).ok()
 }
 
-/// `Set-Cookie` forgetting the session (spelled out: `from_static` needs a literal, and a
-/// unit test keeps it in step with [`COOKIE`] and [`attributes`]).
-pub fn clear(secure: bool) -> HeaderValue {
-    HeaderValue::from_static(if secure {
-        "flow_session=; Max-Age=0; Path=/ui; HttpOnly; SameSite=Strict; Secure"
-    } else {
-        "flow_session=; Max-Age=0; Path=/ui; HttpOnly; SameSite=Strict"
+/// `Set-Cookie`s forgetting the session cookie under each name the browser presented.
+pub fn clear(headers: &HeaderMap) -> Vec<HeaderValue> {
+    [false, true]
+        .into_iter()
+        .filter(|https| cookie(headers, &name(COOKIE, *https)).is_some())
+        .filter_map(|https| {
+            let cookie = format!("{}=; Max-Age=0; {}", name(COOKIE, https), attributes(https));
+            HeaderValue::from_str(&cookie).ok()
+        })
+        .collect()
+}
+
+/// The identity of the browser's live session (the guard's [`ConsoleFace`] hook):
+/// `Missing` without a session cookie, `Invalid` for one that is unknown, ended, expired, or
+/// whose token was revoked, `KeysUnavailable` when the database cannot say.
+///
+/// [`ConsoleFace`]: crate::api::access::ConsoleFace
+pub fn resolve<'a>(
+    state: &'a AppState,
+    headers: &'a HeaderMap,
+    extensions: &'a Extensions,
+) -> BoxFuture<'a, Result<Identity, AuthError>> {
+    Box::pin(async move {
+        let Some(id) = id(headers, https(extensions)) else {
+            return Err(AuthError::Missing);
+        };
+        let limits = sessions::Limits::from_config(state.config());
+        match sessions::find(state.db(), id, state.now(), limits).await {
+            Ok(Some(identity)) => Ok(identity),
+            Ok(None) => Err(AuthError::Invalid),
+            Err(e) => {
+                tracing::warn!(error = %e, "looking up a console session failed");
+                Err(AuthError::KeysUnavailable)
+            }
+        }
     })
 }
 
@@ -102,7 +119,7 @@ pub fn safe_next(next: &str) -> Option<&str> {
     .then_some(next)
 }
 
-/// The answer to a console request without a valid session: pages go to the sign-in form (and
+/// The answer to a console request without a live session: pages go to the sign-in form (and
 /// come back afterwards); anything else (a form post, the live stream) is told to sign in.
 pub fn to_login(method: &axum::http::Method, uri: &Uri, headers: &HeaderMap) -> Response {
     let mut response = if method == axum::http::Method::GET {
@@ -119,10 +136,8 @@ pub fn to_login(method: &axum::http::Method, uri: &Uri, headers: &HeaderMap) -> 
         Redirect::to(LOGIN).into_response()
     };
     // A stale or wrong session cookie is dropped, so the next request starts clean.
-    if token(headers).is_some() || cookie(headers, COOKIE).is_some() {
-        response
-            .headers_mut()
-            .append(header::SET_COOKIE, clear(over_https(uri, headers)));
+    for cleared in clear(headers) {
+        response.headers_mut().append(header::SET_COOKIE, cleared);
     }
     *response.status_mut() = StatusCode::SEE_OTHER;
     response
@@ -152,27 +167,30 @@ mod tests {
     }
 
     #[test]
-    fn only_token_characters_go_into_the_cookie() {
-        assert!(storable("flow_AbC-12_x"));
-        assert!(storable("eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"));
-        for bad in ["", "a;b", "a b", "a\r\nSet-Cookie: x=1", "a,b", "\"a\""] {
-            assert!(!storable(bad), "{bad:?}");
-            assert!(set(bad, false).is_none());
-        }
-        for secure in [false, true] {
-            let expected = format!("{COOKIE}=; Max-Age=0; {}", attributes(secure));
-            assert_eq!(clear(secure).to_str().unwrap(), expected);
-        }
-        let set = set("flow_x", true).unwrap();
-        let set = set.to_str().unwrap();
-        for part in [
-            "flow_session=flow_x",
-            "HttpOnly",
-            "SameSite=Strict",
-            "Path=/ui",
-            "Secure",
-        ] {
-            assert!(set.contains(part), "{set}");
-        }
+    fn cookies_are_host_prefixed_and_secure_over_https_only() {
+        let secure = set(COOKIE, "abc", true).unwrap();
+        assert_eq!(
+            secure.to_str().unwrap(),
+            "__Host-flow_session=abc; Path=/; HttpOnly; SameSite=Strict; Secure"
+        );
+        let plain = set(COOKIE, "abc", false).unwrap();
+        assert_eq!(
+            plain.to_str().unwrap(),
+            "flow_session=abc; Path=/; HttpOnly; SameSite=Strict"
+        );
+        let mut headers = HeaderMap::new();
+        headers.insert(header::COOKIE, "__Host-flow_session=x".parse().unwrap());
+        let cleared = clear(&headers);
+        assert_eq!(cleared.len(), 1);
+        assert!(
+            cleared[0]
+                .to_str()
+                .unwrap()
+                .starts_with("__Host-flow_session=; Max-Age=0")
+        );
+        assert!(
+            id(&headers, false).is_none(),
+            "the plain name is not the secure one"
+        );
     }
 }

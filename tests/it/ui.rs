@@ -3,6 +3,7 @@
 //! [`rollouts`]. (Its behaviour in a browser is checked by
 //! `tests/ui/console_test.py`, run by `scripts/test`.)
 
+mod attacks;
 mod rollouts;
 mod signin;
 
@@ -144,20 +145,33 @@ async fn racks_are_filtered_and_paged_by_cursor(app: TestApp) {
     assert!(r.text.contains("1 shown of 1"), "{}", r.text);
 }
 
+/// The pre-session CSRF cookie a page set (`name=value`) and the token its forms carry.
 fn cookie_of(r: &TestResponse) -> (String, String) {
     let set = r.header("set-cookie").expect("a CSRF cookie");
     assert!(set.contains("HttpOnly"), "{set}");
     assert!(set.contains("SameSite=Strict"), "{set}");
     let pair = set.split(';').next().unwrap().to_string();
-    let token = pair.split_once('=').unwrap().1.to_string();
-    (pair, token)
+    (pair, form_token(r))
 }
 
+/// The CSRF token of the forms on a page.
+fn form_token(r: &TestResponse) -> String {
+    r.text
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a form with a CSRF token")
+        .to_string()
+}
+
+/// A form post as the console's own pages send it (a browser says `Sec-Fetch-Site:
+/// same-origin`; the attack tests send what other pages would).
 async fn post_form(app: &TestApp, path: &str, cookie: Option<&str>, form: &str) -> TestResponse {
     let mut b = Request::builder()
         .method(Method::POST)
         .uri(path)
-        .header("content-type", "application/x-www-form-urlencoded");
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("sec-fetch-site", "same-origin");
     if let Some(c) = cookie {
         b = b.header("cookie", c);
     }
@@ -176,7 +190,10 @@ async fn forms_need_the_session_csrf_token(app: TestApp) {
     );
     let form = format!("rack={id}&operation=power_on&csrf={token}");
     assert_html(&post_form(&app, "/ui/run/preview", None, &form).await, 403);
-    let forged = format!("rack={id}&operation=power_on&csrf={}", "0".repeat(64));
+    // The token is not the cookie: sending the cookie's own value back fails.
+    let cookie_value = cookie.split_once('=').unwrap().1;
+    assert_ne!(cookie_value, token);
+    let forged = format!("rack={id}&operation=power_on&csrf={cookie_value}");
     assert_html(
         &post_form(&app, "/ui/run/preview", Some(&cookie), &forged).await,
         403,
@@ -205,7 +222,7 @@ async fn forms_need_the_session_csrf_token(app: TestApp) {
 async fn a_preview_shows_the_plan_without_creating_a_task(app: TestApp) {
     let rack = app.create_rack(&gb200_rack(1, 2)).await;
     let id = rack["id"].as_str().unwrap();
-    let (cookie, token) = cookie_of(&app.get("/ui/racks").await);
+    let (cookie, token) = cookie_of(&app.get(&format!("/ui/run?rack={id}")).await);
     let form =
         format!("rack={id}&operation=power_on&description=&conflict_strategy=reject&csrf={token}");
     let audited = app.count_rows("audit_log").await;

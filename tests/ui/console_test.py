@@ -470,3 +470,70 @@ def test_an_operator_signs_in_and_sees_a_rollouts_waves_a_viewer_only_watches(se
     expect(page.locator("h1")).to_have_text("Sign in")
     c.shot("login")
     c.close()
+
+
+@contextlib.contextmanager
+def attacker_site(html):
+    """A hostile page on another port of the same host (cookies ignore ports, and
+    `SameSite=Strict` calls it the same site): serves `html` at /."""
+    import http.server
+    import threading
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = html.encode()
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_page_on_another_port_cannot_power_off_through_a_signed_in_console(secured, browser):
+    base, tokens, _ = secured
+    admin = tokens["admin"]
+    rack = call(base, "POST", "/v1/expected-racks", rack_body(21), token=admin)
+    tasks_before = len(call(base, "GET", "/v1/tasks?limit=1000", token=admin)["items"])
+    # The attacker fetches a genuine pre-session CSRF pair from Flow's own sign-in page.
+    with urllib.request.urlopen(base + "/ui/login", timeout=10) as r:
+        planted = r.headers["set-cookie"].split(";")[0]
+        token = re.search(r'name="csrf" value="([^"]+)"', r.read().decode()).group(1)
+    html = f"""<!DOCTYPE html><html><body>
+<form id="f" method="post" action="{base}/ui/run">
+  <input name="rack" value="{rack['id']}"><input name="operation" value="power_off">
+  <input name="conflict_strategy" value="reject"><input name="csrf" value="{token}">
+</form>
+<script>document.cookie = "{planted}; path=/"; document.getElementById("f").submit();</script>
+</body></html>"""
+
+    c = Console(browser, "wide")
+    page = c.page
+    sign_in(c, base, tokens["operator"])
+    with attacker_site(html) as attack:
+        before = list(c.errors)
+        with page.expect_response(lambda r: r.url == f"{base}/ui/run"
+                                  and r.request.method == "POST") as answer:
+            page.goto(attack)
+        assert answer.value.status == 403, answer.value.status
+        expect(page.get_by_role("alert")).to_contain_text("did not come from a page of this console")
+        # The refused document's 403 is the one expected console line.
+        assert all("403" in e for e in c.errors[len(before):]), c.errors
+        c.errors = before
+    tasks_after = call(base, "GET", "/v1/tasks?limit=1000", token=admin)["items"]
+    assert len(tasks_after) == tasks_before, tasks_after
+    # The operator's own console still works.
+    page.goto(f"{base}/ui/racks")
+    expect(page.locator("header .who")).to_contain_text("token:ui-operator")
+    c.close()

@@ -17,6 +17,14 @@ use crate::audit;
 use crate::auth::{AuthError, Identity, Role, Role::Admin};
 use crate::error::Code;
 
+fn unavailable() -> Problem {
+    Problem::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Code::Unavailable,
+        "credentials cannot be checked right now; retry",
+    )
+}
+
 fn mutating(method: &Method) -> bool {
     matches!(
         *method,
@@ -52,40 +60,27 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     let auth = state.authenticator();
     let identity = if auth.modes().is_none() {
         Identity::anonymous()
+    } else if let Some(face) = console {
+        match (face.session)(&state, request.headers(), request.extensions()).await {
+            Ok(identity) => identity,
+            Err(AuthError::KeysUnavailable) => return (face.error_page)(unavailable()),
+            Err(e) => {
+                if e != AuthError::Missing {
+                    auth_failed(&e);
+                }
+                return (face.to_login)(request.method(), request.uri(), request.headers());
+            }
+        }
     } else {
-        let presented = if let Some(face) = console {
-            (face.token)(request.headers())
-        } else {
-            bearer(request.headers())
-        };
-        let Some(presented) = presented else {
-            return match console {
-                Some(face) => (face.to_login)(request.method(), request.uri(), request.headers()),
-                None => unauthorized(&AuthError::Missing),
-            };
+        let Some(presented) = bearer(request.headers()) else {
+            return unauthorized(&AuthError::Missing);
         };
         match auth.authenticate(presented).await {
             Ok(identity) => identity,
-            Err(AuthError::KeysUnavailable) => {
-                let problem = Problem::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Code::Unavailable,
-                    "credentials cannot be checked right now; retry",
-                );
-                return match console {
-                    Some(face) => (face.error_page)(problem),
-                    None => problem.into_response(),
-                };
-            }
+            Err(AuthError::KeysUnavailable) => return unavailable().into_response(),
             Err(e) => {
                 tracing::info!(%method, %route, reason = %e, "refused a bearer token");
-                return match console {
-                    Some(face) => {
-                        auth_failed(&e);
-                        (face.to_login)(request.method(), request.uri(), request.headers())
-                    }
-                    None => unauthorized(&e),
-                };
+                return unauthorized(&e);
             }
         }
     };

@@ -36,8 +36,8 @@ pub enum Access {
     Needs(Role),
     /// An operation: `operator`, or `viewer` for a `dry_run=true` preview.
     Runs,
-    /// The operator console: at least this role, presented in the console's session cookie
-    /// (never a bearer header); without a valid session a browser is sent to sign in.
+    /// The operator console: at least this role, held by the console's server-side session
+    /// (never a bearer header); without a live session a browser is sent to sign in.
     Session(Role),
 }
 
@@ -58,14 +58,21 @@ impl Access {
     }
 }
 
-/// How the console answers for itself where the guard stops a request: its session credential,
-/// its sign-in redirect and its error page. The console (`ui`) supplies it when it is mounted
-/// beside the API (`service::router`), so the guard serves both faces without `api` knowing
-/// the console.
+/// How the console answers for itself where the guard stops a request: its server-side
+/// session, its sign-in redirect and its error page. The console (`ui`) supplies it when it is
+/// mounted beside the API (`service::router`), so the guard serves both faces without `api`
+/// knowing the console.
 #[derive(Clone, Copy)]
 pub struct ConsoleFace {
-    /// The credential of the browser's session, if it presents one.
-    pub token: for<'a> fn(&'a HeaderMap) -> Option<&'a str>,
+    /// The identity of the browser's live session (`Missing` without one; never a credential).
+    pub session: for<'a> fn(
+        &'a crate::app::AppState,
+        &'a HeaderMap,
+        &'a axum::http::Extensions,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<crate::auth::Identity, crate::auth::AuthError>,
+    >,
     /// Where a browser without a valid session goes: the sign-in page.
     pub to_login: fn(&Method, &Uri, &HeaderMap) -> Response,
     /// A problem as a whole console page.

@@ -5,6 +5,8 @@ pub mod audit_log;
 pub mod bmcs;
 pub mod component_drifts;
 pub mod components;
+pub mod console_keys;
+pub mod console_sessions;
 pub mod leases;
 pub mod nvl_domains;
 pub mod operation_requests;
