@@ -47,8 +47,8 @@ pub struct ApiDoc;
 /// Adds what [`access::ROUTES`](super::access::ROUTES) decides to every operation: the
 /// `bearerAuth` scheme, `security` (empty on public routes), the role in the description, and the
 /// 401/403 answers. Done once over the finished document, so every route anyone adds is covered
-/// as soon as it has a line in the table.
-pub fn secure(doc: &mut utoipa::openapi::OpenApi) {
+/// as soon as it has a line in the table. `/metrics` is public as `FLOW_METRICS_PUBLIC` says.
+pub fn secure(doc: &mut utoipa::openapi::OpenApi, metrics_public: bool) {
     use utoipa::openapi::path::Operation;
     use utoipa::openapi::security::{
         HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
@@ -82,6 +82,14 @@ token (`flow_…`, created with `flow token create` or `POST /v1/tokens`).",
     };
     let secure_op = |method: &str, path: &str, op: &mut Operation| {
         let access = super::access::access_for(method, path);
+        if metrics_public && access == Some(super::access::Access::Metrics) {
+            op.security = Some(Vec::new());
+            op.description = op
+                .description
+                .take()
+                .map(|text| format!("{text}\n\nPublic (`FLOW_METRICS_PUBLIC=true`, the default)."));
+            return;
+        }
         let rule = access.and_then(super::access::describe);
         let Some(rule) = rule else {
             op.security = Some(Vec::new());
