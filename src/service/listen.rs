@@ -67,9 +67,10 @@ pub async fn serve(
             let _slot = slot;
             // hyper's header timer starts once it knows the protocol, which takes a first
             // byte: a client that sends nothing at all is bounded here.
+            let mut byte = [0_u8; 1];
             let first_byte = tokio::select! {
-                ready = tokio::time::timeout(limits.header_read_timeout, stream.readable()) => {
-                    matches!(ready, Ok(Ok(())))
+                peeked = tokio::time::timeout(limits.header_read_timeout, stream.peek(&mut byte)) => {
+                    matches!(peeked, Ok(Ok(n)) if n > 0)
                 }
                 _ = stop.wait_for(|s| *s) => false,
             };
