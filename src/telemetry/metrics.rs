@@ -46,6 +46,8 @@ pub const NAMES: &[&str] = &[
     "flow_temporal_client_errors_total",
     "flow_lookup_batch_size",
     "flow_auth_failures_total",
+    "flow_event_streams_open",
+    "flow_event_watch_queries_total",
 ];
 
 /// Every metric family Flow exports.
