@@ -108,7 +108,7 @@ pub struct AuditPageDoc {
 ///
 /// Every change (inventory, rules, schedules, tokens), operation submission, cancel and schedule
 /// fire, and every refused or failed mutating request, newest first.
-#[utoipa::path(get, path = "/v1/audit", tag = AUTH, params(AuditQuery),
+#[utoipa::path(get, path = "/v1/audit", tag = AUTH, security(("access" = ["admin"])), params(AuditQuery),
     responses(
         (status = 200, description = "A page of entries", body = AuditPageDoc),
         (status = 400, description = "Invalid filter", body = Problem, content_type = "application/problem+json"),

@@ -99,7 +99,7 @@ async fn respond_with_rack(
 /// Add a component
 ///
 /// Registers one component with its BMCs, in the rack given by `rack_id` or in no rack.
-#[utoipa::path(post, path = "/v1/components", tag = COMPONENTS, request_body = ComponentInput,
+#[utoipa::path(post, path = "/v1/components", tag = COMPONENTS, security(("access" = ["editor"])), request_body = ComponentInput,
     responses(
         (status = 201, description = "Component added", body = ComponentDoc,
             headers(("Location" = String, description = "URL of the new component"), ("ETag" = String))),
@@ -124,7 +124,7 @@ pub async fn add_component(
 ///
 /// Live components in name order, filtered by the given query parameters (all must match),
 /// one page at a time, each with its BMCs.
-#[utoipa::path(get, path = "/v1/components", tag = COMPONENTS, params(ListComponentsQuery),
+#[utoipa::path(get, path = "/v1/components", tag = COMPONENTS, security(("access" = ["viewer"])), params(ListComponentsQuery),
     responses(
         (status = 200, description = "One page of components", body = ListResponse<ComponentDoc>),
         (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
@@ -176,7 +176,7 @@ pub async fn list_components(
 ///
 /// The live component with this manufacturer (any case) and serial number, with its BMCs, and
 /// its rack when `with_rack=true`.
-#[utoipa::path(get, path = "/v1/components/by-serial", tag = COMPONENTS, params(ComponentBySerialQuery),
+#[utoipa::path(get, path = "/v1/components/by-serial", tag = COMPONENTS, security(("access" = ["viewer"])), params(ComponentBySerialQuery),
     responses(
         (status = 200, description = "The component", body = ComponentWithRackDoc, headers(("ETag" = String))),
         (status = 400, description = "Missing manufacturer or serial_number", body = Problem, content_type = "application/problem+json"),
@@ -198,7 +198,7 @@ pub async fn get_component_by_serial(
 /// Find a component by BMC MAC
 ///
 /// The live component one of whose BMCs (host or DPU) has this MAC, in any common notation.
-#[utoipa::path(get, path = "/v1/components/by-mac/{mac}", tag = COMPONENTS,
+#[utoipa::path(get, path = "/v1/components/by-mac/{mac}", tag = COMPONENTS, security(("access" = ["viewer"])),
     params(("mac" = String, Path, description = "BMC MAC address", example = "e0:9d:73:80:c0:59"), WithRackQuery),
     responses(
         (status = 200, description = "The component", body = ComponentWithRackDoc, headers(("ETag" = String))),
@@ -219,7 +219,7 @@ pub async fn get_component_by_mac(
 /// Get a component
 ///
 /// A live component by id with its BMCs, and its rack when `with_rack=true`.
-#[utoipa::path(get, path = "/v1/components/{id}", tag = COMPONENTS,
+#[utoipa::path(get, path = "/v1/components/{id}", tag = COMPONENTS, security(("access" = ["viewer"])),
     params(("id" = uuid::Uuid, Path, description = "Component id"), WithRackQuery),
     responses(
         (status = 200, description = "The component", body = ComponentWithRackDoc, headers(("ETag" = String))),
@@ -241,7 +241,7 @@ pub async fn get_component(
 /// Merges the body into the component: absent fields are kept, `null` clears an optional field
 /// (or, for `rack_id`, detaches it), position keys merge one by one, listed BMCs are added or
 /// re-addressed. With `If-Match`, applies only to that revision.
-#[utoipa::path(patch, path = "/v1/components/{id}", tag = COMPONENTS, request_body = ComponentPatchInput,
+#[utoipa::path(patch, path = "/v1/components/{id}", tag = COMPONENTS, security(("access" = ["editor"])), request_body = ComponentPatchInput,
     params(("id" = uuid::Uuid, Path, description = "Component id"),
         ("If-Match" = Option<String>, Header, description = "Apply only if the component's ETag still matches")),
     responses(
@@ -268,7 +268,7 @@ pub async fn patch_component(
 ///
 /// Soft-deletes the component and its BMCs; its serial number and MACs become free to register
 /// again. `purge` removes it for good.
-#[utoipa::path(delete, path = "/v1/components/{id}", tag = COMPONENTS,
+#[utoipa::path(delete, path = "/v1/components/{id}", tag = COMPONENTS, security(("access" = ["editor"])),
     params(("id" = uuid::Uuid, Path, description = "Component id"),
         ("If-Match" = Option<String>, Header, description = "Delete only if the component's ETag still matches")),
     responses(
@@ -289,7 +289,7 @@ pub async fn delete_component(
 /// Purge a deleted component
 ///
 /// Removes a soft-deleted component and its BMCs for good.
-#[utoipa::path(post, path = "/v1/components/{id}/purge", tag = COMPONENTS,
+#[utoipa::path(post, path = "/v1/components/{id}/purge", tag = COMPONENTS, security(("access" = ["admin"])),
     params(("id" = uuid::Uuid, Path, description = "Component id")),
     responses(
         (status = 204, description = "Purged"),

@@ -46,7 +46,7 @@ pub async fn track(request: Request, next: Next) -> Response {
 /// Temporal client errors, in the Prometheus text format. After the first, a scrape reads no
 /// database: the task and drift gauges are refreshed by one background sampler every
 /// `FLOW_METRICS_SAMPLE_SECS`.
-#[utoipa::path(get, path = "/metrics", tag = SYSTEM, responses(
+#[utoipa::path(get, path = "/metrics", tag = SYSTEM, security(("access" = ["metrics"])), responses(
     (status = 200, description = "Prometheus text exposition", body = String,
         content_type = "text/plain; version=0.0.4; charset=utf-8",
         example = "# TYPE flow_tasks_total counter\nflow_tasks_total{operation=\"power_on\",status=\"succeeded\"} 3\n"),

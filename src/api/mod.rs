@@ -43,7 +43,7 @@ use crate::telemetry::trace;
 use problem::Problem;
 
 /// Every route with its OpenAPI description, before state and middleware are attached.
-fn api_router() -> OpenApiRouter<AppState> {
+pub(crate) fn api_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(racks::routes())
         .merge(components::routes())
@@ -60,7 +60,7 @@ fn api_router() -> OpenApiRouter<AppState> {
         .merge(metrics::routes())
 }
 
-/// The routes and the finished document: the access table's security applied first, so the
+/// The routes and the finished document: the routes' declared security applied first, so the
 /// generic pass gives its 401/403 answers examples like every other status.
 fn parts(metrics_public: bool) -> (axum::Router<AppState>, doc_pass::Document) {
     let (routes, mut doc) = api_router().split_for_parts();
@@ -87,6 +87,8 @@ pub fn router_with(state: AppState, beside: Router<AppState>, face: access::Cons
 fn build(state: AppState, beside: Router<AppState>, face: Option<access::ConsoleFace>) -> Router {
     let config = state.config().clone();
     let (routes, doc) = parts(config.metrics.public);
+    // The guard's table is read from the routes' declarations once, here, not on a first request.
+    access::routes();
     let request_id = axum::http::HeaderName::from_static("x-request-id");
     let mut app = routes
         // The console sits behind the same guard: its pages need `viewer`, its forms `operator`.

@@ -54,7 +54,7 @@ pub struct DomainRacksQuery {
 ///
 /// Creates a domain, or returns the existing one (`200`) when a domain with this name exists
 /// already, so provisioning can be re-run. A name or id held by a different domain is a `409`.
-#[utoipa::path(post, path = "/v1/nvl-domains", tag = NVL_DOMAINS, request_body = CreateNvlDomainRequest,
+#[utoipa::path(post, path = "/v1/nvl-domains", tag = NVL_DOMAINS, security(("access" = ["editor"])), request_body = CreateNvlDomainRequest,
     responses(
         (status = 201, description = "Created", body = NvlDomainDoc, headers(("Location" = String))),
         (status = 200, description = "A domain with this name already existed", body = NvlDomainDoc),
@@ -86,7 +86,7 @@ pub async fn create_nvl_domain(
 /// List NVL domains
 ///
 /// Domains in name order, one page at a time.
-#[utoipa::path(get, path = "/v1/nvl-domains", tag = NVL_DOMAINS, params(ListNvlDomainsQuery),
+#[utoipa::path(get, path = "/v1/nvl-domains", tag = NVL_DOMAINS, security(("access" = ["viewer"])), params(ListNvlDomainsQuery),
     responses(
         (status = 200, description = "One page of domains", body = ListResponse<NvlDomainDoc>),
         (status = 400, description = "Bad limit or cursor", body = Problem, content_type = "application/problem+json"),
@@ -103,7 +103,7 @@ pub async fn list_nvl_domains(
 /// Get an NVL domain
 ///
 /// A domain by id or by name.
-#[utoipa::path(get, path = "/v1/nvl-domains/{id_or_name}", tag = NVL_DOMAINS,
+#[utoipa::path(get, path = "/v1/nvl-domains/{id_or_name}", tag = NVL_DOMAINS, security(("access" = ["viewer"])),
     params(("id_or_name" = String, Path, description = "Domain id or name")),
     responses(
         (status = 200, description = "The domain", body = NvlDomainDoc),
@@ -121,7 +121,7 @@ pub async fn get_nvl_domain(
 /// Attaches the listed racks (each by id or name), all or nothing. Racks already in this
 /// domain are left as they are; a rack in another domain is a `409` naming it. Answers with
 /// the domain's racks.
-#[utoipa::path(post, path = "/v1/nvl-domains/{id_or_name}/racks", tag = NVL_DOMAINS, request_body = AttachRacksRequest,
+#[utoipa::path(post, path = "/v1/nvl-domains/{id_or_name}/racks", tag = NVL_DOMAINS, security(("access" = ["editor"])), request_body = AttachRacksRequest,
     params(("id_or_name" = String, Path, description = "Domain id or name")),
     responses(
         (status = 200, description = "The domain's racks after attaching", body = ListResponse<RackDoc>),
@@ -181,7 +181,7 @@ async fn domain_racks(
 /// List an NVL domain's racks
 ///
 /// The live racks attached to the domain, in name order.
-#[utoipa::path(get, path = "/v1/nvl-domains/{id_or_name}/racks", tag = NVL_DOMAINS,
+#[utoipa::path(get, path = "/v1/nvl-domains/{id_or_name}/racks", tag = NVL_DOMAINS, security(("access" = ["viewer"])),
     params(("id_or_name" = String, Path, description = "Domain id or name"), DomainRacksQuery),
     responses(
         (status = 200, description = "The domain's racks", body = ListResponse<RackDoc>),
@@ -201,7 +201,7 @@ pub async fn list_domain_racks(
 ///
 /// Detaches the rack (by id or name). A rack in no domain is left as it is; a rack in another
 /// domain is a `409`.
-#[utoipa::path(delete, path = "/v1/nvl-domains/{id_or_name}/racks/{rack}", tag = NVL_DOMAINS,
+#[utoipa::path(delete, path = "/v1/nvl-domains/{id_or_name}/racks/{rack}", tag = NVL_DOMAINS, security(("access" = ["editor"])),
     params(("id_or_name" = String, Path, description = "Domain id or name"),
         ("rack" = String, Path, description = "Rack id or name")),
     responses(

@@ -44,10 +44,11 @@ each operation names the role it needs: `viewer`, `operator`, `editor` or `admin
 )]
 pub struct ApiDoc;
 
-/// Adds what [`access::ROUTES`](super::access::ROUTES) decides to every operation: the
-/// `bearerAuth` scheme, `security` (empty on public routes), the role in the description, and the
-/// 401/403 answers. Done once over the finished document, so every route anyone adds is covered
-/// as soon as it has a line in the table. `/metrics` is public as `FLOW_METRICS_PUBLIC` says.
+/// Turns the access each operation declares (`security(("access" = [..]))` in its
+/// `#[utoipa::path]`, see [`super::access`]) into the document's: the `bearerAuth` scheme,
+/// `security` (empty on public routes), the role in the description, and the 401/403 answers.
+/// An operation that declares nothing is described as the guard treats it: `admin` only.
+/// `/metrics` is public as `FLOW_METRICS_PUBLIC` says.
 pub fn secure(doc: &mut utoipa::openapi::OpenApi, metrics_public: bool) {
     use utoipa::openapi::path::Operation;
     use utoipa::openapi::security::{
@@ -80,9 +81,10 @@ token (`flow_…`, created with `flow token create` or `POST /v1/tokens`).",
             )
             .build()
     };
-    let secure_op = |method: &str, path: &str, op: &mut Operation| {
-        let access = super::access::access_for(method, path);
-        if metrics_public && access == Some(super::access::Access::Metrics) {
+    let secure_op = |op: &mut Operation| {
+        let access = super::access::table::declared_in(op)
+            .unwrap_or(super::access::Access::Needs(crate::auth::Role::Admin));
+        if metrics_public && access == super::access::Access::Metrics {
             op.security = Some(Vec::new());
             op.description = op
                 .description
@@ -90,8 +92,7 @@ token (`flow_…`, created with `flow token create` or `POST /v1/tokens`).",
                 .map(|text| format!("{text}\n\nPublic (`FLOW_METRICS_PUBLIC=true`, the default)."));
             return;
         }
-        let rule = access.and_then(super::access::describe);
-        let Some(rule) = rule else {
+        let Some(rule) = super::access::describe(access) else {
             op.security = Some(Vec::new());
             return;
         };
@@ -115,17 +116,18 @@ token (`flow_…`, created with `flow token create` or `POST /v1/tokens`).",
             .entry("403".into())
             .or_insert_with(|| problem("The caller lacks the role this route needs").into());
     };
-    for (path, item) in doc.paths.paths.iter_mut() {
-        for (method, op) in [
-            ("GET", &mut item.get),
-            ("POST", &mut item.post),
-            ("PUT", &mut item.put),
-            ("PATCH", &mut item.patch),
-            ("DELETE", &mut item.delete),
-        ] {
-            if let Some(op) = op {
-                secure_op(method, path, op);
-            }
+    for item in doc.paths.paths.values_mut() {
+        for op in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.patch,
+            &mut item.delete,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            secure_op(op);
         }
     }
 }

@@ -148,7 +148,7 @@ fn common<'a>(
 ///
 /// Powers on the targeted racks or components: power shelves first, then NVSwitch trays, then
 /// compute trays, each device's power verified before the next stage starts. One task per rack.
-#[utoipa::path(post, path = "/v1/operations/power-on", tag = OPERATIONS, request_body = PowerOnRequest,
+#[utoipa::path(post, path = "/v1/operations/power-on", tag = OPERATIONS, security(("access" = ["runs"])), request_body = PowerOnRequest,
     params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely: the same key returns the same tasks")),
     responses(Submitted))]
 pub async fn power_on(
@@ -165,7 +165,7 @@ pub async fn power_on(
 ///
 /// Powers off the targeted racks or components: compute trays first, then NVSwitch trays, then
 /// power shelves, each verified off. `forced` cuts power without a graceful shutdown.
-#[utoipa::path(post, path = "/v1/operations/power-off", tag = OPERATIONS, request_body = PowerOffRequest,
+#[utoipa::path(post, path = "/v1/operations/power-off", tag = OPERATIONS, security(("access" = ["runs"])), request_body = PowerOffRequest,
     params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn power_off(
@@ -187,7 +187,7 @@ pub async fn power_off(
 /// safe order (compute, NVSwitch, power shelves) and on again in reverse; `warm` resets compute
 /// and NVSwitch trays through their BMCs without removing power; `cold` is a full AC cycle with
 /// a pause for power to drain.
-#[utoipa::path(post, path = "/v1/operations/power-reset", tag = OPERATIONS, request_body = PowerResetRequest,
+#[utoipa::path(post, path = "/v1/operations/power-reset", tag = OPERATIONS, security(("access" = ["runs"])), request_body = PowerResetRequest,
     params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn power_reset(
@@ -206,7 +206,7 @@ pub async fn power_reset(
 ///
 /// Starts a firmware update on each targeted device (compute, then NVSwitch, then power
 /// shelves) and follows it until it completes or fails.
-#[utoipa::path(post, path = "/v1/operations/firmware-upgrade", tag = OPERATIONS, request_body = FirmwareUpgradeRequest,
+#[utoipa::path(post, path = "/v1/operations/firmware-upgrade", tag = OPERATIONS, security(("access" = ["runs"])), request_body = FirmwareUpgradeRequest,
     params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn firmware_upgrade(
@@ -230,7 +230,7 @@ pub async fn firmware_upgrade(
 ///
 /// Brings racks up: powers them on in safe order, then brings NVSwitch and compute firmware to
 /// the site's desired versions. Refused while any other task runs on the rack.
-#[utoipa::path(post, path = "/v1/operations/bring-up", tag = OPERATIONS, request_body = RackJobRequest,
+#[utoipa::path(post, path = "/v1/operations/bring-up", tag = OPERATIONS, security(("access" = ["runs"])), request_body = RackJobRequest,
     params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn bring_up(
@@ -257,7 +257,7 @@ pub async fn bring_up(
 ///
 /// Registers each targeted device with its manager (power shelves, NVSwitch trays, compute
 /// trays), with a registration built from its inventory record.
-#[utoipa::path(post, path = "/v1/operations/ingest", tag = OPERATIONS, request_body = RackJobRequest,
+#[utoipa::path(post, path = "/v1/operations/ingest", tag = OPERATIONS, security(("access" = ["runs"])), request_body = RackJobRequest,
     params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn ingest(

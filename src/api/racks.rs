@@ -93,7 +93,7 @@ fn with_etag(status: StatusCode, rack: RackDoc) -> impl IntoResponse {
 /// Records a rack and everything it should contain (components with their positions and BMCs)
 /// in one transaction: if any part is invalid or clashes with the inventory, nothing is stored.
 /// Answers with the stored rack, its components included, and its `Location`.
-#[utoipa::path(post, path = "/v1/expected-racks", tag = RACKS, request_body = CreateRackRequest,
+#[utoipa::path(post, path = "/v1/expected-racks", tag = RACKS, security(("access" = ["editor"])), request_body = CreateRackRequest,
     responses(
         (status = 201, description = "Rack created", body = RackDoc,
             headers(("Location" = String, description = "URL of the new rack"), ("ETag" = String))),
@@ -122,7 +122,7 @@ pub async fn create_expected_rack(
 ///
 /// Live racks in name order, filtered by the given query parameters (all must match), one page
 /// at a time. Follow `next_cursor` for the next page; deep pages cost the same as the first.
-#[utoipa::path(get, path = "/v1/racks", tag = RACKS, params(ListRacksQuery),
+#[utoipa::path(get, path = "/v1/racks", tag = RACKS, security(("access" = ["viewer"])), params(ListRacksQuery),
     responses(
         (status = 200, description = "One page of racks", body = ListResponse<RackDoc>),
         (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
@@ -151,7 +151,7 @@ pub async fn list_racks(
 /// Find a rack by serial number
 ///
 /// The live rack with this manufacturer (any case) and serial number.
-#[utoipa::path(get, path = "/v1/racks/by-serial", tag = RACKS, params(RackBySerialQuery),
+#[utoipa::path(get, path = "/v1/racks/by-serial", tag = RACKS, security(("access" = ["viewer"])), params(RackBySerialQuery),
     responses(
         (status = 200, description = "The rack", body = RackDoc, headers(("ETag" = String))),
         (status = 400, description = "Missing manufacturer or serial_number", body = Problem, content_type = "application/problem+json"),
@@ -181,7 +181,7 @@ pub async fn get_rack_by_serial(
 ///
 /// A live rack by id, with its components when `include_components=true`. The `ETag` header
 /// carries the rack's revision for use in `If-Match`.
-#[utoipa::path(get, path = "/v1/racks/{id}", tag = RACKS,
+#[utoipa::path(get, path = "/v1/racks/{id}", tag = RACKS, security(("access" = ["viewer"])),
     params(("id" = uuid::Uuid, Path, description = "Rack id"), GetRackQuery),
     responses(
         (status = 200, description = "The rack", body = RackDoc, headers(("ETag" = String))),
@@ -207,7 +207,7 @@ pub async fn get_rack(
 /// location keys merge one by one. Listed components are matched by manufacturer and serial
 /// number and updated, or added when new; nothing is removed. With `If-Match`, the patch
 /// applies only to that revision. Answers with the rack and a report of what changed.
-#[utoipa::path(patch, path = "/v1/racks/{id}", tag = RACKS, request_body = RackPatchInput,
+#[utoipa::path(patch, path = "/v1/racks/{id}", tag = RACKS, security(("access" = ["editor"])), request_body = RackPatchInput,
     params(("id" = uuid::Uuid, Path, description = "Rack id"),
         ("If-Match" = Option<String>, Header, description = "Apply only if the rack's ETag still matches")),
     responses(
@@ -245,7 +245,7 @@ pub async fn patch_rack(
 ///
 /// Soft-deletes the rack and its components: they disappear from every read, and their name,
 /// serial numbers and MACs become free to register again. `purge` removes them for good.
-#[utoipa::path(delete, path = "/v1/racks/{id}", tag = RACKS,
+#[utoipa::path(delete, path = "/v1/racks/{id}", tag = RACKS, security(("access" = ["editor"])),
     params(("id" = uuid::Uuid, Path, description = "Rack id"),
         ("If-Match" = Option<String>, Header, description = "Delete only if the rack's ETag still matches")),
     responses(
@@ -266,7 +266,7 @@ pub async fn delete_rack(
 /// Purge a deleted rack
 ///
 /// Removes a soft-deleted rack and every component that was in it, with their BMCs, for good.
-#[utoipa::path(post, path = "/v1/racks/{id}/purge", tag = RACKS,
+#[utoipa::path(post, path = "/v1/racks/{id}/purge", tag = RACKS, security(("access" = ["admin"])),
     params(("id" = uuid::Uuid, Path, description = "Rack id")),
     responses(
         (status = 204, description = "Purged"),

@@ -64,7 +64,7 @@ pub struct CreateRolloutQuery {
 /// spread), stores the rollout and starts its one durable workflow, which submits each wave's
 /// racks through the normal operation path. With `dry_run=true` answers 200 with the exact
 /// wave plan and creates nothing.
-#[utoipa::path(post, path = "/v1/rollouts", tag = ROLLOUTS, params(CreateRolloutQuery), request_body = CreateRolloutRequest,
+#[utoipa::path(post, path = "/v1/rollouts", tag = ROLLOUTS, security(("access" = ["runs"])), params(CreateRolloutQuery), request_body = CreateRolloutRequest,
     responses(
         (status = 201, description = "The rollout, started", body = RolloutDoc, headers(("Location" = String, description = "The rollout"))),
         (status = 200, description = "Dry run: the wave plan", body = RolloutPlanDoc),
@@ -108,7 +108,7 @@ pub struct ListRolloutsQuery {
 /// List rollouts
 ///
 /// Newest first, one page at a time, optionally by status or name.
-#[utoipa::path(get, path = "/v1/rollouts", tag = ROLLOUTS, params(ListRolloutsQuery),
+#[utoipa::path(get, path = "/v1/rollouts", tag = ROLLOUTS, security(("access" = ["viewer"])), params(ListRolloutsQuery),
     responses(
         (status = 200, description = "One page of rollouts", body = ListResponse<RolloutDoc>),
         (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
@@ -154,7 +154,7 @@ pub async fn list_rollouts(
 ///
 /// Status, waves with their racks, each rack's task and live task status, counts and the
 /// failure budget used.
-#[utoipa::path(get, path = "/v1/rollouts/{id}", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+#[utoipa::path(get, path = "/v1/rollouts/{id}", tag = ROLLOUTS, security(("access" = ["viewer"])), params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     responses(
         (status = 200, description = "The rollout", body = RolloutDoc),
         (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
@@ -177,7 +177,7 @@ async fn steer(state: &AppState, id: &str, command: Command) -> ApiResult<Respon
 ///
 /// No new rack starts; racks already running finish. The rollout shows `paused` once its run
 /// has taken the command.
-#[utoipa::path(post, path = "/v1/rollouts/{id}/pause", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+#[utoipa::path(post, path = "/v1/rollouts/{id}/pause", tag = ROLLOUTS, security(("access" = ["operator"])), params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     responses(
         (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
         (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),
@@ -195,7 +195,7 @@ pub async fn pause_rollout(
 ///
 /// Racks start again where the pause stopped them (or the next wave starts, when the pause
 /// came between waves). Resuming a rollout that is not paused changes nothing.
-#[utoipa::path(post, path = "/v1/rollouts/{id}/resume", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+#[utoipa::path(post, path = "/v1/rollouts/{id}/resume", tag = ROLLOUTS, security(("access" = ["operator"])), params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     responses(
         (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
         (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),
@@ -213,7 +213,7 @@ pub async fn resume_rollout(
 ///
 /// For a rollout created with `approval_after_canary`: lets the waves after the canary start
 /// (at once when it is `awaiting_approval`, or as soon as the canary passes when sent earlier).
-#[utoipa::path(post, path = "/v1/rollouts/{id}/approve", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+#[utoipa::path(post, path = "/v1/rollouts/{id}/approve", tag = ROLLOUTS, security(("access" = ["operator"])), params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     responses(
         (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
         (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),
@@ -240,7 +240,7 @@ pub struct AbortRolloutRequest {
 ///
 /// No new rack starts. With `cancel_running` the tasks still running are cancelled;
 /// without, they finish. The rollout ends `aborted` once nothing of it runs.
-#[utoipa::path(post, path = "/v1/rollouts/{id}/abort", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+#[utoipa::path(post, path = "/v1/rollouts/{id}/abort", tag = ROLLOUTS, security(("access" = ["operator"])), params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     request_body(content = AbortRolloutRequest, description = "Optional; default lets running tasks finish"),
     responses(
         (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
@@ -263,7 +263,7 @@ pub async fn abort_rollout(
 /// returns it) now and on every change, until the rollout ends; then the stream closes. When
 /// the server shuts down, a final `shutdown` event is sent and the stream closes early. Counted
 /// with task streams against `FLOW_MAX_EVENT_STREAMS` (`429 too_many_streams` beyond).
-#[utoipa::path(get, path = "/v1/rollouts/{id}/events", tag = ROLLOUTS, params(("id" = uuid::Uuid, Path, description = "Rollout id")),
+#[utoipa::path(get, path = "/v1/rollouts/{id}/events", tag = ROLLOUTS, security(("access" = ["viewer"])), params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     responses(
         (status = 200, description = "A stream of `rollout` events", content_type = "text/event-stream", body = RolloutDoc),
         (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),

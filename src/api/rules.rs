@@ -57,7 +57,7 @@ pub struct ListRulesQuery {
 /// Stores a rule for one operation: stages in order, each with component types, actions,
 /// `max_parallel`, timeout, retry policy and failure handling. JSON or YAML
 /// (`Content-Type: application/yaml`). Every problem is reported at once, by field path.
-#[utoipa::path(post, path = "/v1/operation-rules", tag = RULES,
+#[utoipa::path(post, path = "/v1/operation-rules", tag = RULES, security(("access" = ["admin"])),
     request_body(content(
         (RuleRequestDoc = "application/json"),
         (RuleRequestDoc = "application/yaml"),
@@ -88,7 +88,7 @@ pub async fn create_rule(
 /// Stored rules, newest first, optionally for one operation or only defaults. With
 /// `builtin=true`, Flow's built-in rules: what each operation runs when neither the request,
 /// the rack nor a default rule names another.
-#[utoipa::path(get, path = "/v1/operation-rules", tag = RULES, params(ListRulesQuery),
+#[utoipa::path(get, path = "/v1/operation-rules", tag = RULES, security(("access" = ["viewer"])), params(ListRulesQuery),
     responses(
         (status = 200, description = "Rules", body = RuleListDoc),
         (status = 400, description = "Bad filter", body = Problem, content_type = "application/problem+json"),
@@ -126,7 +126,7 @@ pub async fn list_rules(
 /// Get an operation rule
 ///
 /// The rule's current version.
-#[utoipa::path(get, path = "/v1/operation-rules/{id}", tag = RULES,
+#[utoipa::path(get, path = "/v1/operation-rules/{id}", tag = RULES, security(("access" = ["viewer"])),
     params(("id" = uuid::Uuid, Path, description = "Rule id")),
     responses(
         (status = 200, description = "The rule", body = RuleDoc),
@@ -146,7 +146,7 @@ pub async fn get_rule(
 /// Replaces name, description, stages and default flag; the version goes up by one and the
 /// previous versions stay readable. The operation cannot change. Tasks already planned keep the
 /// version they resolved.
-#[utoipa::path(put, path = "/v1/operation-rules/{id}", tag = RULES,
+#[utoipa::path(put, path = "/v1/operation-rules/{id}", tag = RULES, security(("access" = ["admin"])),
     params(("id" = uuid::Uuid, Path, description = "Rule id")),
     request_body(content(
         (RuleRequestDoc = "application/json"),
@@ -176,7 +176,7 @@ pub async fn replace_rule(
 ///
 /// Deletes the rule, its versions and its rack associations; racks fall back to the default or
 /// built-in rule. Tasks keep the rule's id and version in their record.
-#[utoipa::path(delete, path = "/v1/operation-rules/{id}", tag = RULES,
+#[utoipa::path(delete, path = "/v1/operation-rules/{id}", tag = RULES, security(("access" = ["admin"])),
     params(("id" = uuid::Uuid, Path, description = "Rule id")),
     responses(
         (status = 204, description = "Deleted"),
@@ -195,7 +195,7 @@ pub async fn delete_rule(
 /// List a rule's versions
 ///
 /// Every version of the rule, newest first, each with the stages it had.
-#[utoipa::path(get, path = "/v1/operation-rules/{id}/versions", tag = RULES,
+#[utoipa::path(get, path = "/v1/operation-rules/{id}/versions", tag = RULES, security(("access" = ["viewer"])),
     params(("id" = uuid::Uuid, Path, description = "Rule id")),
     responses(
         (status = 200, description = "Versions", body = RuleVersionListDoc),
@@ -219,7 +219,7 @@ pub async fn rule_versions(
 ///
 /// Makes the rule its operation's default, in place of any other, in one step. Racks without an
 /// associated rule then run it. Idempotent.
-#[utoipa::path(post, path = "/v1/operation-rules/{id}/default", tag = RULES,
+#[utoipa::path(post, path = "/v1/operation-rules/{id}/default", tag = RULES, security(("access" = ["admin"])),
     params(("id" = uuid::Uuid, Path, description = "Rule id")),
     responses(
         (status = 200, description = "The rule, now the default", body = RuleDoc),
@@ -242,7 +242,7 @@ pub async fn set_default(
 ///
 /// The operation falls back to its built-in rule (for racks without an associated rule).
 /// Idempotent.
-#[utoipa::path(delete, path = "/v1/operation-rules/{id}/default", tag = RULES,
+#[utoipa::path(delete, path = "/v1/operation-rules/{id}/default", tag = RULES, security(("access" = ["admin"])),
     params(("id" = uuid::Uuid, Path, description = "Rule id")),
     responses(
         (status = 200, description = "The rule, no longer the default", body = RuleDoc),
@@ -265,7 +265,7 @@ pub async fn clear_default(
 ///
 /// The rules associated with the rack, one per operation at most. Operations without one run
 /// the default rule, else the built-in one.
-#[utoipa::path(get, path = "/v1/racks/{id}/operation-rules", tag = RULES,
+#[utoipa::path(get, path = "/v1/racks/{id}/operation-rules", tag = RULES, security(("access" = ["viewer"])),
     params(("id" = uuid::Uuid, Path, description = "Rack id")),
     responses(
         (status = 200, description = "Associations", body = AssociationListDoc),
@@ -289,7 +289,7 @@ pub async fn rack_rules(
 ///
 /// The rack's tasks for this operation run the rule (unless a request names another). The rule
 /// must be written for the operation. Replaces an earlier association.
-#[utoipa::path(put, path = "/v1/racks/{id}/operation-rules/{operation}", tag = RULES,
+#[utoipa::path(put, path = "/v1/racks/{id}/operation-rules/{operation}", tag = RULES, security(("access" = ["admin"])),
     params(("id" = uuid::Uuid, Path, description = "Rack id"), ("operation" = String, Path, description = "Operation code, e.g. `power_on`")),
     request_body = AssociateRequest,
     responses(
@@ -326,7 +326,7 @@ pub async fn associate(
 ///
 /// The rack goes back to the default or built-in rule for the operation. Removing an
 /// association that does not exist is not an error.
-#[utoipa::path(delete, path = "/v1/racks/{id}/operation-rules/{operation}", tag = RULES,
+#[utoipa::path(delete, path = "/v1/racks/{id}/operation-rules/{operation}", tag = RULES, security(("access" = ["admin"])),
     params(("id" = uuid::Uuid, Path, description = "Rack id"), ("operation" = String, Path, description = "Operation code")),
     responses(
         (status = 204, description = "Removed"),

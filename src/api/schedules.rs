@@ -63,7 +63,7 @@ fn id_of(raw: &str) -> Result<ScheduleId, Problem> {
 /// Stores a schedule: when it fires (interval, cron in a time zone, or one time), the operation
 /// each fire runs, the racks it runs on (one task per rack per fire) and what to do when a
 /// rack is still busy. It first fires at its next time, not at once.
-#[utoipa::path(post, path = "/v1/task-schedules", tag = SCHEDULES, request_body = CreateScheduleRequest,
+#[utoipa::path(post, path = "/v1/task-schedules", tag = SCHEDULES, security(("access" = ["admin"])), request_body = CreateScheduleRequest,
     responses(
         (status = 201, description = "The schedule", body = ScheduleDoc, headers(("Location" = String, description = "The schedule"))),
         (status = 400, description = "Bad spec, time zone, interval, operation or racks; `errors` names each field", body = Problem, content_type = "application/problem+json"),
@@ -99,7 +99,7 @@ pub struct ListSchedulesQuery {
 ///
 /// Schedules in name order, one page at a time, optionally only enabled ones or only those
 /// with a given rack in scope.
-#[utoipa::path(get, path = "/v1/task-schedules", tag = SCHEDULES, params(ListSchedulesQuery),
+#[utoipa::path(get, path = "/v1/task-schedules", tag = SCHEDULES, security(("access" = ["viewer"])), params(ListSchedulesQuery),
     responses(
         (status = 200, description = "One page of schedules", body = ListResponse<ScheduleDoc>),
         (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
@@ -121,7 +121,7 @@ pub async fn list_schedules(
 ///
 /// The schedule with its next and last fire times and its latest run (the tasks it created and
 /// the racks it skipped or failed on).
-#[utoipa::path(get, path = "/v1/task-schedules/{id}", tag = SCHEDULES, params(("id" = uuid::Uuid, Path, description = "Schedule id")),
+#[utoipa::path(get, path = "/v1/task-schedules/{id}", tag = SCHEDULES, security(("access" = ["viewer"])), params(("id" = uuid::Uuid, Path, description = "Schedule id")),
     responses(
         (status = 200, description = "The schedule", body = ScheduleDoc),
         (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
@@ -141,7 +141,7 @@ pub async fn get_schedule(
 /// Renames it, changes when it fires (the next fire is recomputed from now) or its overlap
 /// policy. The operation and a paused or enabled state are kept; the scope has its own
 /// endpoints.
-#[utoipa::path(patch, path = "/v1/task-schedules/{id}", tag = SCHEDULES, request_body = UpdateScheduleRequest,
+#[utoipa::path(patch, path = "/v1/task-schedules/{id}", tag = SCHEDULES, security(("access" = ["admin"])), request_body = UpdateScheduleRequest,
     params(("id" = uuid::Uuid, Path, description = "Schedule id")),
     responses(
         (status = 200, description = "The changed schedule", body = ScheduleDoc),
@@ -178,7 +178,7 @@ pub async fn update_schedule(
 ///
 /// Deletes the schedule with its scope and run history. Tasks it created are kept and keep
 /// running.
-#[utoipa::path(delete, path = "/v1/task-schedules/{id}", tag = SCHEDULES, params(("id" = uuid::Uuid, Path, description = "Schedule id")),
+#[utoipa::path(delete, path = "/v1/task-schedules/{id}", tag = SCHEDULES, security(("access" = ["admin"])), params(("id" = uuid::Uuid, Path, description = "Schedule id")),
     responses(
         (status = 204, description = "Deleted"),
         (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
@@ -195,7 +195,7 @@ pub async fn delete_schedule(
 /// Pause a task schedule
 ///
 /// Stops firing until resumed. Pausing a paused schedule changes nothing.
-#[utoipa::path(post, path = "/v1/task-schedules/{id}/pause", tag = SCHEDULES, params(("id" = uuid::Uuid, Path, description = "Schedule id")),
+#[utoipa::path(post, path = "/v1/task-schedules/{id}/pause", tag = SCHEDULES, security(("access" = ["operator"])), params(("id" = uuid::Uuid, Path, description = "Schedule id")),
     responses(
         (status = 200, description = "The paused schedule", body = ScheduleDoc),
         (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
@@ -214,7 +214,7 @@ pub async fn pause_schedule(
 ///
 /// Fires again: a recurring schedule from its next time after now (resuming never fires at
 /// once), a one-time schedule at its time. Resuming an enabled schedule changes nothing.
-#[utoipa::path(post, path = "/v1/task-schedules/{id}/resume", tag = SCHEDULES, params(("id" = uuid::Uuid, Path, description = "Schedule id")),
+#[utoipa::path(post, path = "/v1/task-schedules/{id}/resume", tag = SCHEDULES, security(("access" = ["operator"])), params(("id" = uuid::Uuid, Path, description = "Schedule id")),
     responses(
         (status = 200, description = "The enabled schedule", body = ScheduleDoc),
         (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
@@ -233,7 +233,7 @@ pub async fn resume_schedule(
 ///
 /// Runs the schedule's operation on its racks at once, also when paused, with its overlap
 /// policy. A recurring schedule keeps its next time; a one-time schedule is used up.
-#[utoipa::path(post, path = "/v1/task-schedules/{id}/trigger", tag = SCHEDULES, params(("id" = uuid::Uuid, Path, description = "Schedule id")),
+#[utoipa::path(post, path = "/v1/task-schedules/{id}/trigger", tag = SCHEDULES, security(("access" = ["operator"])), params(("id" = uuid::Uuid, Path, description = "Schedule id")),
     responses(
         (status = 202, description = "The run: tasks created, racks skipped or failed", body = RunDoc),
         (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
@@ -260,7 +260,7 @@ pub struct RunsQuery {
 ///
 /// The latest fires, newest first, each with the tasks it created and the racks it skipped
 /// (busy) or failed on.
-#[utoipa::path(get, path = "/v1/task-schedules/{id}/runs", tag = SCHEDULES, params(("id" = uuid::Uuid, Path, description = "Schedule id"), RunsQuery),
+#[utoipa::path(get, path = "/v1/task-schedules/{id}/runs", tag = SCHEDULES, security(("access" = ["viewer"])), params(("id" = uuid::Uuid, Path, description = "Schedule id"), RunsQuery),
     responses(
         (status = 200, description = "Runs, newest first", body = RunListDoc),
         (status = 400, description = "Bad id or limit", body = Problem, content_type = "application/problem+json"),
@@ -285,7 +285,7 @@ pub async fn list_schedule_runs(
 ///
 /// The racks each fire targets, with their component type filters and the task the latest
 /// fire created on each.
-#[utoipa::path(get, path = "/v1/task-schedules/{id}/scope", tag = SCHEDULES, params(("id" = uuid::Uuid, Path, description = "Schedule id")),
+#[utoipa::path(get, path = "/v1/task-schedules/{id}/scope", tag = SCHEDULES, security(("access" = ["viewer"])), params(("id" = uuid::Uuid, Path, description = "Schedule id")),
     responses(
         (status = 200, description = "The scope", body = ScopeListDoc),
         (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
@@ -305,7 +305,7 @@ pub async fn list_schedule_scope(
 /// Adds racks to the scope. A rack already in it has its component type filter widened (the
 /// union of both; no filter on either side means every type). Answers the added or changed
 /// entries.
-#[utoipa::path(post, path = "/v1/task-schedules/{id}/scope", tag = SCHEDULES, request_body = ScopeRequest,
+#[utoipa::path(post, path = "/v1/task-schedules/{id}/scope", tag = SCHEDULES, security(("access" = ["admin"])), request_body = ScopeRequest,
     params(("id" = uuid::Uuid, Path, description = "Schedule id")),
     responses(
         (status = 200, description = "Added or widened scope entries", body = ScopeListDoc),
@@ -331,7 +331,7 @@ pub async fn add_schedule_scope(
 ///
 /// The rack (by id or name) leaves the scope; its running tasks are not touched. A schedule
 /// keeps at least one rack: delete the schedule instead.
-#[utoipa::path(delete, path = "/v1/task-schedules/{id}/scope/{rack}", tag = SCHEDULES,
+#[utoipa::path(delete, path = "/v1/task-schedules/{id}/scope/{rack}", tag = SCHEDULES, security(("access" = ["admin"])),
     params(("id" = uuid::Uuid, Path, description = "Schedule id"), ("rack" = String, Path, description = "Rack id or name")),
     responses(
         (status = 204, description = "Removed"),
@@ -357,7 +357,7 @@ pub async fn remove_schedule_scope(
 /// whose tasks would conflict with it there (bring-up and ingest take the whole rack, power-shelf
 /// power work excludes other power and firmware work, other work clashes on shared component
 /// types). Advisory: creating a conflicting schedule is allowed.
-#[utoipa::path(post, path = "/v1/task-schedules/conflicts", tag = SCHEDULES, request_body = ConflictCheckRequest,
+#[utoipa::path(post, path = "/v1/task-schedules/conflicts", tag = SCHEDULES, security(("access" = ["viewer"])), request_body = ConflictCheckRequest,
     responses(
         (status = 200, description = "Conflicting schedules and the racks they share", body = ConflictsDoc),
         (status = 400, description = "Bad operation or racks", body = Problem, content_type = "application/problem+json"),

@@ -51,7 +51,7 @@ pub struct StatusDoc {
 /// Build version
 ///
 /// The running binary's version, git commit and build time.
-#[utoipa::path(get, path = "/v1/version", tag = SYSTEM, responses((status = 200, description = "Build information", body = VersionDoc)))]
+#[utoipa::path(get, path = "/v1/version", tag = SYSTEM, security(("access" = ["viewer"])), responses((status = 200, description = "Build information", body = VersionDoc)))]
 pub async fn get_version() -> axum::Json<VersionDoc> {
     axum::Json(VersionDoc::current())
 }
@@ -59,7 +59,7 @@ pub async fn get_version() -> axum::Json<VersionDoc> {
 /// Liveness
 ///
 /// `200` while the process serves requests; checks no dependency.
-#[utoipa::path(get, path = "/healthz", tag = SYSTEM, responses((status = 200, description = "Alive", body = StatusDoc)))]
+#[utoipa::path(get, path = "/healthz", tag = SYSTEM, security(("access" = ["public"])), responses((status = 200, description = "Alive", body = StatusDoc)))]
 pub async fn healthz() -> axum::Json<StatusDoc> {
     axum::Json(StatusDoc {
         status: "ok".into(),
@@ -121,7 +121,7 @@ const DB_PING_TIMEOUT: Duration = Duration::from_millis(1500);
 /// `503` otherwise, so load balancers stop sending traffic; the body names each dependency's
 /// state either way. Anyone may ask; why a dependency is down (which names internal addresses)
 /// is told only to a caller presenting valid credentials (any role).
-#[utoipa::path(get, path = "/readyz", tag = SYSTEM, responses(
+#[utoipa::path(get, path = "/readyz", tag = SYSTEM, security(("access" = ["probe"])), responses(
     (status = 200, description = "Ready", body = ReadinessDoc),
     (status = 503, description = "A dependency is down", body = ReadinessDoc),
 ))]

@@ -133,7 +133,7 @@ async fn list(
 ///
 /// Tasks newest first, filtered by rack, component, status, operation or request; one page at
 /// a time. Items carry no stage report: read a task for that.
-#[utoipa::path(get, path = "/v1/tasks", tag = TASKS, params(ListTasksQuery),
+#[utoipa::path(get, path = "/v1/tasks", tag = TASKS, security(("access" = ["viewer"])), params(ListTasksQuery),
     responses(
         (status = 200, description = "One page of tasks", body = ListResponse<TaskDoc>),
         (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),
@@ -160,7 +160,7 @@ pub struct RackTasksQuery {
 ///
 /// The rack's tasks, newest first (also after the rack was purged). `404` for a rack that
 /// neither exists nor ever had a task, as the rack's other sub-resources answer.
-#[utoipa::path(get, path = "/v1/racks/{id}/tasks", tag = TASKS, params(("id" = uuid::Uuid, Path, description = "Rack id"), RackTasksQuery),
+#[utoipa::path(get, path = "/v1/racks/{id}/tasks", tag = TASKS, security(("access" = ["viewer"])), params(("id" = uuid::Uuid, Path, description = "Rack id"), RackTasksQuery),
     responses(
         (status = 200, description = "One page of tasks", body = ListResponse<TaskDoc>),
         (status = 400, description = "Bad id, limit or cursor", body = Problem, content_type = "application/problem+json"),
@@ -200,7 +200,7 @@ pub(crate) async fn load(state: &AppState, id: uuid::Uuid) -> Result<TaskDoc> {
 ///
 /// The task with its report: each stage in order and, within it, each component's status,
 /// attempts, error, timings and step log.
-#[utoipa::path(get, path = "/v1/tasks/{id}", tag = TASKS, params(("id" = uuid::Uuid, Path, description = "Task id")),
+#[utoipa::path(get, path = "/v1/tasks/{id}", tag = TASKS, security(("access" = ["viewer"])), params(("id" = uuid::Uuid, Path, description = "Task id")),
     responses(
         (status = 200, description = "The task", body = TaskDoc),
         (status = 400, description = "The id is not a UUID", body = Problem, content_type = "application/problem+json"),
@@ -217,7 +217,7 @@ pub async fn get_task(
 ///
 /// A queued task is cancelled at once; a pending or running one has its workflow cancelled
 /// (devices in flight finish their current call). Cancelling a cancelled task is a no-op.
-#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = TASKS, params(("id" = uuid::Uuid, Path, description = "Task id")),
+#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = TASKS, security(("access" = ["operator"])), params(("id" = uuid::Uuid, Path, description = "Task id")),
     responses(
         (status = 200, description = "The cancelled task", body = TaskDoc),
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
@@ -240,7 +240,7 @@ pub async fn cancel_task(
 /// the server shuts down, a final `shutdown` event is sent and the stream closes early. A
 /// process serves at most `FLOW_MAX_EVENT_STREAMS` task and rollout streams, one identity a
 /// tenth of them; the next gets `429 too_many_streams` with `Retry-After`.
-#[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = TASKS, params(("id" = uuid::Uuid, Path, description = "Task id")),
+#[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = TASKS, security(("access" = ["viewer"])), params(("id" = uuid::Uuid, Path, description = "Task id")),
     responses(
         (status = 200, description = "A stream of `task` events", content_type = "text/event-stream", body = TaskDoc),
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),

@@ -93,7 +93,7 @@ pub struct TokenListDoc {
 /// Creates a token for automation with one role, expiring after `expires` (at most, and by
 /// default, `FLOW_TOKEN_MAX_DAYS`). The answer carries the secret, the only time it is shown;
 /// Flow stores only its hash.
-#[utoipa::path(post, path = "/v1/tokens", tag = AUTH, request_body = CreateTokenRequest,
+#[utoipa::path(post, path = "/v1/tokens", tag = AUTH, security(("access" = ["admin"])), request_body = CreateTokenRequest,
     responses(
         (status = 201, description = "Created; `secret` is shown only now", body = CreatedTokenDoc),
         (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
@@ -125,7 +125,7 @@ pub async fn create_token(
 /// List API tokens
 ///
 /// Every token, newest first, revoked ones included.
-#[utoipa::path(get, path = "/v1/tokens", tag = AUTH,
+#[utoipa::path(get, path = "/v1/tokens", tag = AUTH, security(("access" = ["admin"])),
     responses((status = 200, description = "Every token", body = TokenListDoc)))]
 pub async fn list_tokens(State(state): State<AppState>) -> ApiResult<axum::Json<TokenListDoc>> {
     let items = tokens::list(state.db()).await?;
@@ -137,7 +137,7 @@ pub async fn list_tokens(State(state): State<AppState>) -> ApiResult<axum::Json<
 /// Revoke an API token
 ///
 /// The token stops working at once; revoking a revoked token changes nothing.
-#[utoipa::path(delete, path = "/v1/tokens/{id}", tag = AUTH,
+#[utoipa::path(delete, path = "/v1/tokens/{id}", tag = AUTH, security(("access" = ["admin"])),
     params(("id" = Uuid, Path, description = "Token id")),
     responses(
         (status = 200, description = "Revoked", body = TokenDoc),

@@ -34,7 +34,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// does not expect are reported as `unexpected`. A manager that does not answer makes its
 /// components `unreachable`, never `missing`. Nothing is written; see `GET /v1/drift` for what
 /// the periodic sync recorded.
-#[utoipa::path(post, path = "/v1/validation", tag = VALIDATION, request_body(content = Option<ValidationRequest>,
+#[utoipa::path(post, path = "/v1/validation", tag = VALIDATION, security(("access" = ["operator"])), request_body(content = Option<ValidationRequest>,
         description = "Targets to validate; omit the body to validate everything"),
     responses(
         (status = 200, description = "Expected vs actual", body = ValidationDoc),
@@ -55,7 +55,7 @@ pub async fn validate_components(
 /// Live validation of one rack's components, as `POST /v1/validation` with that rack as the
 /// target. Devices the managers have beyond the rack are not attributed to it, so this never
 /// reports `unexpected`.
-#[utoipa::path(get, path = "/v1/racks/{id}/validation", tag = VALIDATION,
+#[utoipa::path(get, path = "/v1/racks/{id}/validation", tag = VALIDATION, security(("access" = ["operator"])),
     params(("id" = uuid::Uuid, Path, description = "Rack id")),
     responses(
         (status = 200, description = "Expected vs actual for the rack", body = ValidationDoc),
@@ -98,7 +98,7 @@ pub struct ListDriftQuery {
 /// source. Each source (component type and manager) is replaced as a whole when it answers; a
 /// source that did not answer the last sync keeps its previous rows with `stale: true`, next to
 /// one `unreachable` row saying why.
-#[utoipa::path(get, path = "/v1/drift", tag = VALIDATION, params(ListDriftQuery),
+#[utoipa::path(get, path = "/v1/drift", tag = VALIDATION, security(("access" = ["viewer"])), params(ListDriftQuery),
     responses(
         (status = 200, description = "One page of drift", body = ListResponse<DriftDoc>),
         (status = 400, description = "Bad filter, limit or cursor", body = Problem, content_type = "application/problem+json"),

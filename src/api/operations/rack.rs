@@ -41,7 +41,7 @@ pub struct RackPowerRequest {
 ///
 /// Shortcut for the power operations on one whole rack: `on`, `off`, `cycle` (reset),
 /// `forceoff`, `forcecycle`.
-#[utoipa::path(patch, path = "/v1/racks/{id}/power", tag = OPERATIONS, request_body = RackPowerRequest,
+#[utoipa::path(patch, path = "/v1/racks/{id}/power", tag = OPERATIONS, security(("access" = ["runs"])), request_body = RackPowerRequest,
     params(DryRunQuery, ("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn set_rack_power(
@@ -91,7 +91,7 @@ pub struct RackFirmwareRequest {
 /// Upgrade a rack's firmware
 ///
 /// Shortcut for a firmware upgrade of every device of one rack.
-#[utoipa::path(post, path = "/v1/racks/{id}/firmware", tag = OPERATIONS, request_body = RackFirmwareRequest,
+#[utoipa::path(post, path = "/v1/racks/{id}/firmware", tag = OPERATIONS, security(("access" = ["runs"])), request_body = RackFirmwareRequest,
     params(DryRunQuery, ("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn upgrade_rack_firmware(
@@ -134,7 +134,7 @@ pub struct RackBringUpRequest {
 /// Bring up a rack
 ///
 /// Shortcut for the bring-up of one whole rack.
-#[utoipa::path(post, path = "/v1/racks/{id}/bring-up", tag = OPERATIONS, request_body = RackBringUpRequest,
+#[utoipa::path(post, path = "/v1/racks/{id}/bring-up", tag = OPERATIONS, security(("access" = ["runs"])), request_body = RackBringUpRequest,
     params(DryRunQuery, ("id" = uuid::Uuid, Path, description = "Rack id"), ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
 pub async fn bring_up_rack(

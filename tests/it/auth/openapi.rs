@@ -1,9 +1,9 @@
-//! Every route of the OpenAPI document has a decision in the access table, and the document
+//! Every route of the OpenAPI document declares its access (read back into the guard's table), and the document
 //! carries it: `bearerAuth`, `security` on every operation, the role, 401/403.
 
 use std::collections::BTreeSet;
 
-use flow::api::access::{ROUTES, access_for};
+use flow::api::access::{access_for, routes};
 
 fn operations() -> Vec<(String, String, serde_json::Value)> {
     let doc = flow::api::openapi().0;
@@ -27,10 +27,10 @@ fn every_route_of_the_document_has_an_access_decision() {
         .collect();
     assert!(
         missing.is_empty(),
-        "add a line to api::access::ROUTES for: {missing:?}"
+        "declare `security((\"access\" = [..]))` in the `#[utoipa::path]` of: {missing:?}"
     );
     let mut seen = BTreeSet::new();
-    for (method, path, _) in ROUTES {
+    for (method, path, _) in routes() {
         assert!(
             seen.insert((method, path)),
             "{method} {path} is listed twice"
