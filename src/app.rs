@@ -3,6 +3,9 @@
 //! [`AppState`] it holds is the state handed to every handler.
 
 mod builder;
+pub mod sampler;
+pub mod streams;
+mod watcher;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -80,6 +83,10 @@ pub struct AppInner {
     pub auth: Authenticator,
     /// The console's CSRF key, read from the database once (every replica shares it).
     pub session_key: tokio::sync::OnceCell<ring::hmac::Key>,
+    /// Open event streams: their bound and their one shared change watcher.
+    pub streams: streams::Streams,
+    /// Refreshes the database-backed gauges `/metrics` shows.
+    pub sampler: sampler::Sampler,
 }
 
 impl AppState {
@@ -154,6 +161,16 @@ impl AppState {
     /// What this process's worker is doing.
     pub fn worker(&self) -> &WorkerStatus {
         &self.0.worker
+    }
+
+    /// The process's event streams.
+    pub fn streams(&self) -> &streams::Streams {
+        &self.0.streams
+    }
+
+    /// The background sampler of database-backed gauges.
+    pub fn sampler(&self) -> &sampler::Sampler {
+        &self.0.sampler
     }
 }
 

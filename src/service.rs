@@ -17,6 +17,8 @@ use crate::workflows::rack::activities::RackActivities;
 use crate::workflows::{LinkedEngine, TemporalLink, worker};
 use crate::{api, db, ui};
 
+mod listen;
+
 /// Which parts this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Roles {
@@ -273,12 +275,16 @@ async fn serve_api(
     let grace = config.server.shutdown_grace;
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let drain_state = state.clone();
-    // The peer address reaches the handlers: logs, spans and the audit log name the client.
-    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let limits = listen::Limits {
+        max_connections: config.server.max_connections,
+        header_read_timeout: config.server.header_read_timeout,
+    };
+    // The accept loop hands each request its peer address: logs, spans and the audit log name
+    // the client.
+    let server = listen::serve(listener, router(state), limits, async move {
         shutdown.await;
-        // Stop accepting (axum does on return) and end event streams with a final event, so
-        // open streams do not hold the process until their tasks end.
+        // Stop accepting and end event streams with a final event, so open streams do not
+        // hold the process until their tasks end.
         tracing::info!(
             grace_secs = grace.as_secs(),
             "shutting down: finishing in-flight requests"
@@ -294,7 +300,7 @@ async fn serve_api(
         }
     };
     tokio::select! {
-        served = std::future::IntoFuture::into_future(server) => served.map_err(internal),
+        () = server => Ok(()),
         () = deadline => {
             tracing::warn!(grace_secs = grace.as_secs(), "shutdown grace period over; dropping the connections still open");
             Ok(())

@@ -12,8 +12,6 @@ use utoipa_axum::routes;
 
 use super::openapi::SYSTEM;
 use crate::app::AppState;
-use crate::drift::DiffKind;
-use crate::tasks::model::TaskStatus;
 use crate::telemetry::metrics::{self, METRICS};
 
 /// The route label of requests no route matched (404s for arbitrary paths).
@@ -45,46 +43,17 @@ pub async fn track(request: Request, next: Next) -> Response {
 ///
 /// Request rates and latencies, task outcomes and durations, tasks not yet ended, device-call
 /// outcomes and latencies per component manager, drift, schedule fires, the database pool and
-/// Temporal client errors, in the Prometheus text format.
+/// Temporal client errors, in the Prometheus text format. After the first, a scrape reads no
+/// database: the task and drift gauges are refreshed by one background sampler every
+/// `FLOW_METRICS_SAMPLE_SECS`.
 #[utoipa::path(get, path = "/metrics", tag = SYSTEM, security(("access" = ["metrics"])), responses(
     (status = 200, description = "Prometheus text exposition", body = String,
         content_type = "text/plain; version=0.0.4; charset=utf-8",
         example = "# TYPE flow_tasks_total counter\nflow_tasks_total{operation=\"power_on\",status=\"succeeded\"} 3\n"),
 ))]
 pub async fn get_metrics(State(state): State<AppState>) -> Response {
-    refresh_gauges(&state).await;
-    ([(CONTENT_TYPE, metrics::CONTENT_TYPE)], metrics::render()).into_response()
-}
-
-/// Gauges read from the database at scrape time, so every process reports the same truth
-/// however many run. A failed read keeps the last values (and is logged): the scrape still works.
-async fn refresh_gauges(state: &AppState) {
-    let active = [
-        TaskStatus::Waiting,
-        TaskStatus::Pending,
-        TaskStatus::Running,
-    ];
-    match crate::tasks::store::count_by_status(state.db(), &active).await {
-        Ok(counts) => {
-            let known: Vec<&str> = active.iter().map(|s| s.as_str()).collect();
-            metrics::set_gauges(&METRICS.tasks_active, &known, &counts);
-        }
-        Err(e) => tracing::warn!(error = %e, "metrics: counting active tasks failed"),
-    }
-    match crate::drift::store::count_by_kind(state.db()).await {
-        Ok(counts) => {
-            let known = [
-                DiffKind::Missing,
-                DiffKind::Unexpected,
-                DiffKind::Mismatch,
-                DiffKind::Unreachable,
-                DiffKind::Rejected,
-            ]
-            .map(DiffKind::as_str);
-            metrics::set_gauges(&METRICS.drift_components, &known, &counts);
-        }
-        Err(e) => tracing::warn!(error = %e, "metrics: counting drift failed"),
-    }
+    state.sampler().ensure_started().await;
+    // The pool's own counters, not a query: read now.
     let pool = crate::db::pool_stats(state.db());
     for (label, value) in [("open", pool.open), ("idle", pool.idle), ("max", pool.max)] {
         METRICS
@@ -92,4 +61,5 @@ async fn refresh_gauges(state: &AppState) {
             .with_label_values(&[label])
             .set(i64::from(value));
     }
+    ([(CONTENT_TYPE, metrics::CONTENT_TYPE)], metrics::render()).into_response()
 }

@@ -7,6 +7,7 @@ pub mod client;
 pub mod components;
 pub mod doc_pass;
 pub mod extract;
+pub mod follow;
 pub mod metrics;
 pub mod nvl_domains;
 pub mod openapi;
@@ -62,15 +63,15 @@ pub(crate) fn api_router() -> OpenApiRouter<AppState> {
 
 /// The routes and the finished document: the routes' declared security applied first, so the
 /// generic pass gives its 401/403 answers examples like every other status.
-fn parts() -> (axum::Router<AppState>, doc_pass::Document) {
+fn parts(metrics_public: bool) -> (axum::Router<AppState>, doc_pass::Document) {
     let (routes, mut doc) = api_router().split_for_parts();
-    openapi::secure(&mut doc);
+    openapi::secure(&mut doc, metrics_public);
     (routes, doc_pass::finish(&doc))
 }
 
-/// The OpenAPI document, exactly as `/openapi.json` serves it.
+/// The OpenAPI document, exactly as `/openapi.json` serves it with the default settings.
 pub fn openapi() -> doc_pass::Document {
-    parts().1
+    parts(crate::config::Config::default().metrics.public).1
 }
 
 /// The API alone: routes, Swagger UI, and the middleware stack.
@@ -86,7 +87,7 @@ pub fn router_with(state: AppState, beside: Router<AppState>, face: access::Cons
 
 fn build(state: AppState, beside: Router<AppState>, face: Option<access::ConsoleFace>) -> Router {
     let config = state.config().clone();
-    let (routes, doc) = parts();
+    let (routes, doc) = parts(config.metrics.public);
     // The guard's table is read from the routes' declarations once, here, not on a first request.
     access::routes();
     let request_id = axum::http::HeaderName::from_static("x-request-id");

@@ -48,7 +48,8 @@ pub struct ApiDoc;
 /// `#[utoipa::path]`, see [`super::access`]) into the document's: the `bearerAuth` scheme,
 /// `security` (empty on public routes), the role in the description, and the 401/403 answers.
 /// An operation that declares nothing is described as the guard treats it: `admin` only.
-pub fn secure(doc: &mut utoipa::openapi::OpenApi) {
+/// `/metrics` is public as `FLOW_METRICS_PUBLIC` says.
+pub fn secure(doc: &mut utoipa::openapi::OpenApi, metrics_public: bool) {
     use utoipa::openapi::path::Operation;
     use utoipa::openapi::security::{
         HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
@@ -83,6 +84,14 @@ token (`flow_…`, created with `flow token create` or `POST /v1/tokens`).",
     let secure_op = |op: &mut Operation| {
         let access = super::access::table::declared_in(op)
             .unwrap_or(super::access::Access::Needs(crate::auth::Role::Admin));
+        if metrics_public && access == super::access::Access::Metrics {
+            op.security = Some(Vec::new());
+            op.description = op
+                .description
+                .take()
+                .map(|text| format!("{text}\n\nPublic (`FLOW_METRICS_PUBLIC=true`, the default)."));
+            return;
+        }
         let Some(rule) = super::access::describe(access) else {
             op.security = Some(Vec::new());
             return;

@@ -1,26 +1,28 @@
 //! Rollout endpoints: create (or plan with `dry_run`), list, read, steer (pause, resume,
 //! approve, abort) and follow a rollout as Server-Sent Events.
 
-use std::convert::Infallible;
-use std::time::Duration;
-
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use serde::Deserialize;
+use std::convert::Infallible;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::extract::{Json, MaybeJson, Query, uuid_param, with_location};
+use super::follow::{self, RolloutChange};
 use super::openapi::ROLLOUTS;
 use super::problem::{ApiResult, Problem};
 use super::schema::common::ListResponse;
 use super::schema::rollout::CreateRolloutRequest;
 use super::schema::rollout_view::{RolloutDoc, RolloutPlanDoc};
 use crate::app::AppState;
+use crate::app::streams::Key;
+use crate::auth::Identity;
 use crate::db::page::PageRequest;
 use crate::error::{Result, Violations};
 use crate::rollouts::model::{Command, RolloutStatus};
@@ -258,53 +260,33 @@ pub async fn abort_rollout(
 /// Follow a rollout
 ///
 /// Server-Sent Events: a `rollout` event with the whole rollout (as `GET /v1/rollouts/{id}`
-/// returns it) now and on every change, until the rollout ends; then the stream closes.
+/// returns it) now and on every change, until the rollout ends; then the stream closes. When
+/// the server shuts down, a final `shutdown` event is sent and the stream closes early. Counted
+/// with task streams against `FLOW_MAX_EVENT_STREAMS` (`429 too_many_streams` beyond).
 #[utoipa::path(get, path = "/v1/rollouts/{id}/events", tag = ROLLOUTS, security(("access" = ["viewer"])), params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     responses(
         (status = 200, description = "A stream of `rollout` events", content_type = "text/event-stream", body = RolloutDoc),
         (status = 404, description = "No such rollout", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many open event streams (`too_many_streams`); retry after `Retry-After` seconds", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn rollout_events(
     State(state): State<AppState>,
+    identity: Option<Extension<Identity>>,
     Path(id): Path<String>,
 ) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let id = uuid_param("id", &id)?;
     store::get(state.db(), id.into()).await?;
-    let stream = futures::stream::unfold(
-        (state, String::new(), false),
-        move |(state, seen, done)| async move {
-            if done {
-                return None;
-            }
-            let mut first = true;
-            loop {
-                if !first {
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                }
-                first = false;
-                // The database is the source of truth (task statuses included), so every
-                // replica can serve the stream; an event goes out only when something changed.
-                match load(&state, id).await {
-                    Ok(doc) => {
-                        let data = serde_json::to_string(&doc).unwrap_or_default();
-                        if data == seen {
-                            continue;
-                        }
-                        let ended = doc.ended();
-                        return Some((
-                            Ok(Event::default().event("rollout").data(data.clone())),
-                            (state, data, ended),
-                        ));
-                    }
-                    Err(e) => {
-                        return Some((
-                            Ok(Event::default().event("error").data(e.to_string())),
-                            (state, seen, true),
-                        ));
-                    }
-                }
-            }
-        },
-    );
+    let follow = follow::open(&state, identity.as_deref(), &[Key::Rollout(id)])?;
+    let stream = follow::rollout_changes(state, id, follow).map(|change| {
+        Ok(match change {
+            Ok(RolloutChange::Rollout(doc)) => Event::default()
+                .event("rollout")
+                .data(serde_json::to_string(&doc).unwrap_or_default()),
+            Ok(RolloutChange::ShuttingDown) => Event::default()
+                .event("shutdown")
+                .data("the server is shutting down; reconnect to keep following the rollout"),
+            Err(e) => Event::default().event("error").data(e.to_string()),
+        })
+    });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

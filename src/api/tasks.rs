@@ -1,22 +1,24 @@
 //! Task endpoints: list, read with the per-component report, cancel, and a live event stream.
 
-use std::convert::Infallible;
-use std::time::Duration;
-
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
+use std::convert::Infallible;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::extract::{Query, uuid_param};
+use super::follow;
 use super::openapi::TASKS;
 use super::problem::{ApiResult, Problem};
 use super::schema::common::ListResponse;
 use super::schema::task::TaskDoc;
 use crate::app::AppState;
+use crate::app::streams::Key;
+use crate::auth::Identity;
 use crate::domain::code::OperationCode;
 use crate::error::{Result, Violations};
 use crate::tasks::model::TaskStatus;
@@ -242,24 +244,29 @@ pub async fn cancel_task(
 ///
 /// Server-Sent Events: a `task` event with the whole task (as `GET /v1/tasks/{id}` returns it)
 /// now and on every status or report change, until the task ends; then the stream closes. When
-/// the server shuts down, a final `shutdown` event is sent and the stream closes early.
+/// the server shuts down, a final `shutdown` event is sent and the stream closes early. A
+/// process serves at most `FLOW_MAX_EVENT_STREAMS` task and rollout streams, one identity a
+/// tenth of them; the next gets `429 too_many_streams` with `Retry-After`.
 #[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = TASKS, security(("access" = ["viewer"])), params(("id" = uuid::Uuid, Path, description = "Task id")),
     responses(
         (status = 200, description = "A stream of `task` events", content_type = "text/event-stream", body = TaskDoc),
         (status = 404, description = "No such task", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Too many open event streams (`too_many_streams`); retry after `Retry-After` seconds", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn task_events(
     State(state): State<AppState>,
+    identity: Option<Extension<Identity>>,
     Path(id): Path<String>,
 ) -> ApiResult<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
     let id = uuid_param("id", &id)?;
     store::get(state.db(), id.into()).await?;
-    let stream = changes(state, id).map(|change| {
+    let follow = follow::open(&state, identity.as_deref(), &[Key::Task(id)])?;
+    let stream = follow::task_changes(state, id, follow).map(|change| {
         Ok(match change {
-            Ok(TaskChange::Task(doc)) => Event::default()
+            Ok(follow::TaskChange::Task(doc)) => Event::default()
                 .event("task")
                 .data(serde_json::to_string(&doc).unwrap_or_default()),
-            Ok(TaskChange::ShuttingDown) => Event::default()
+            Ok(follow::TaskChange::ShuttingDown) => Event::default()
                 .event("shutdown")
                 .data("the server is shutting down; reconnect to keep following the task"),
             Err(e) => Event::default().event("error").data(e.to_string()),
@@ -275,66 +282,5 @@ pub(crate) fn has_ended(doc: &TaskDoc) -> bool {
         super::schema::task::TaskStatusDoc::Succeeded
             | super::schema::task::TaskStatusDoc::Failed
             | super::schema::task::TaskStatusDoc::Cancelled
-    )
-}
-
-/// One item of a task's change stream.
-pub(crate) enum TaskChange {
-    /// The task as it is now.
-    Task(Box<TaskDoc>),
-    /// The process is shutting down: the stream ends here, before the task does, so an open
-    /// stream never holds up shutdown.
-    ShuttingDown,
-}
-
-/// Waits `poll` before a live stream looks again; true when the process starts shutting down
-/// first, so that the stream can say so and end.
-pub(crate) async fn shutting_down_within(
-    poll: Duration,
-    draining: &mut tokio::sync::watch::Receiver<bool>,
-) -> bool {
-    tokio::select! {
-        () = tokio::time::sleep(poll) => false,
-        _ = draining.wait_for(|d| *d) => true,
-    }
-}
-
-/// The task now and after every status or report change, ending after the task ends, after the
-/// first error, or when the process starts shutting down. Shared by the JSON event stream and
-/// the console's live page.
-pub(crate) fn changes(state: AppState, id: uuid::Uuid) -> impl Stream<Item = Result<TaskChange>> {
-    let draining = state.draining();
-    futures::stream::unfold(
-        (state, None, false, draining),
-        move |(state, seen, done, mut draining)| async move {
-            if done {
-                return None;
-            }
-            let mut first = true;
-            loop {
-                if !first && shutting_down_within(Duration::from_millis(500), &mut draining).await {
-                    return Some((Ok(TaskChange::ShuttingDown), (state, seen, true, draining)));
-                }
-                first = false;
-                // The database is the source of truth, so every Flow replica can serve the stream.
-                let change = match store::last_change(state.db(), id.into()).await {
-                    Ok(c) => c,
-                    Err(e) => return Some((Err(e), (state, seen, true, draining))),
-                };
-                if change.is_some() && change == seen {
-                    continue;
-                }
-                return match load(&state, id).await {
-                    Ok(doc) => {
-                        let ended = has_ended(&doc);
-                        Some((
-                            Ok(TaskChange::Task(Box::new(doc))),
-                            (state, change, ended, draining),
-                        ))
-                    }
-                    Err(e) => Some((Err(e), (state, seen, true, draining))),
-                };
-            }
-        },
     )
 }

@@ -158,6 +158,8 @@ impl AppBuilder {
         let state = AppState(Arc::new(AppInner {
             auth: Authenticator::new(&config.auth, db.clone(), clock.clone()),
             lookups: SerialLookups::new(db.clone(), config.database.lookup_batching),
+            streams: super::streams::Streams::new(db.clone(), config.server.max_event_streams),
+            sampler: super::sampler::Sampler::new(db.clone(), config.metrics.sample_interval),
             db,
             config,
             clock,

@@ -188,6 +188,27 @@ pub const SETTINGS: &[Setting] = &[
     flag("FLOW_LOOKUP_BATCHING", "database.lookup_batching", true),
     flag("FLOW_DEV_MODE", "server.dev_mode", false),
     list("FLOW_TRUSTED_PROXIES", "server.trusted_proxies"),
+    int(
+        "FLOW_MAX_EVENT_STREAMS",
+        "server.max_event_streams",
+        1000,
+        10,
+        1_000_000,
+    ),
+    int(
+        "FLOW_HEADER_READ_TIMEOUT_SECS",
+        "server.header_read_timeout",
+        10,
+        1,
+        600,
+    ),
+    int(
+        "FLOW_MAX_CONNECTIONS",
+        "server.max_connections",
+        10_000,
+        1,
+        1_000_000,
+    ),
     // Empty is not "unset" here: it used to mean inventory-only, and silently falling back to
     // localhost would surprise whoever set it; the check refuses it.
     text(
@@ -335,6 +356,13 @@ pub const SETTINGS: &[Setting] = &[
         720,
     ),
     flag("FLOW_METRICS_PUBLIC", "metrics.public", true),
+    int(
+        "FLOW_METRICS_SAMPLE_SECS",
+        "metrics.sample_interval",
+        15,
+        1,
+        3600,
+    ),
     int(
         "FLOW_AUDIT_RETENTION_DAYS",
         "audit.retention_days",

@@ -47,6 +47,13 @@ pub struct Server {
     /// Addresses or CIDRs of reverse proxies whose `X-Forwarded-For` / `Forwarded` header
     /// names the client; from anyone else those headers are ignored.
     pub trusted_proxies: Vec<String>,
+    /// Open task and rollout event streams allowed in all (a tenth of it per identity).
+    pub max_event_streams: usize,
+    /// A connection that has not sent a request's headers within this is closed.
+    #[serde(with = "secs")]
+    pub header_read_timeout: Duration,
+    /// Open connections allowed at once; further clients wait in the listen backlog.
+    pub max_connections: usize,
 }
 
 /// Logging.
@@ -232,6 +239,9 @@ pub struct Jwt {
 pub struct Metrics {
     /// Whether `/metrics` answers without credentials.
     pub public: bool,
+    /// How often the background sampler refreshes the database-backed gauges.
+    #[serde(with = "secs")]
+    pub sample_interval: Duration,
 }
 
 /// The audit log.

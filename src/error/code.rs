@@ -76,6 +76,8 @@ pub enum Code {
     RuleNotFound,
     /// The schedule kept changing under concurrent updates.
     ScheduleBusy,
+    /// The caller (or the whole server) holds as many event streams as it may.
+    TooManyStreams,
     /// Missing or invalid credentials.
     Unauthorized,
     /// A dependency other than the database or Temporal is unreachable.
@@ -88,7 +90,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in wire-name order.
-    pub const ALL: [Code; 36] = [
+    pub const ALL: [Code; 37] = [
         Self::AttachedElsewhere,
         Self::ComponentElsewhere,
         Self::ConcurrentUpdate,
@@ -121,6 +123,7 @@ impl Code {
         Self::RolloutFinished,
         Self::RuleNotFound,
         Self::ScheduleBusy,
+        Self::TooManyStreams,
         Self::Unauthorized,
         Self::Unavailable,
         Self::Unsupported,
@@ -162,6 +165,7 @@ impl Code {
             Self::RolloutFinished => "rollout_finished",
             Self::RuleNotFound => "rule_not_found",
             Self::ScheduleBusy => "schedule_busy",
+            Self::TooManyStreams => "too_many_streams",
             Self::Unauthorized => "unauthorized",
             Self::Unavailable => "unavailable",
             Self::Unsupported => "unsupported",

@@ -46,6 +46,8 @@ pub const NAMES: &[&str] = &[
     "flow_temporal_client_errors_total",
     "flow_lookup_batch_size",
     "flow_auth_failures_total",
+    "flow_event_streams_open",
+    "flow_event_watch_queries_total",
 ];
 
 /// Every metric family Flow exports.
@@ -64,6 +66,8 @@ pub struct Metrics {
     pub temporal_errors: IntCounterVec,
     pub lookup_batch_size: prometheus::Histogram,
     pub auth_failures: IntCounterVec,
+    pub event_streams_open: prometheus::IntGauge,
+    pub event_watch_queries: prometheus::IntCounter,
 }
 
 /// The process-wide metrics. Registration of fixed, valid names cannot fail; a failure would be
@@ -203,6 +207,26 @@ impl Metrics {
                  expired, sign_in)",
                 &["reason"],
             ),
+            event_streams_open: {
+                let metric = prometheus::IntGauge::new(
+                    "flow_event_streams_open",
+                    "Task and rollout event streams open in this process (API and console)",
+                )
+                .unwrap_or_else(|e| panic!("flow_event_streams_open: {e}"));
+                r.register(Box::new(metric.clone()))
+                    .unwrap_or_else(|e| panic!("flow_event_streams_open: {e}"));
+                metric
+            },
+            event_watch_queries: {
+                let metric = prometheus::IntCounter::new(
+                    "flow_event_watch_queries_total",
+                    "Statements the shared change watcher ran for all open event streams together",
+                )
+                .unwrap_or_else(|e| panic!("flow_event_watch_queries_total: {e}"));
+                r.register(Box::new(metric.clone()))
+                    .unwrap_or_else(|e| panic!("flow_event_watch_queries_total: {e}"));
+                metric
+            },
             registry: r,
         }
     }

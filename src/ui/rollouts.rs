@@ -3,28 +3,25 @@
 //! the database, as `GET /v1/rollouts/{id}/events` does; operators steer it from here.
 
 use std::convert::Infallible;
-use std::time::Duration;
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use maud::{Markup, html};
 
 use super::access::{Action, Viewer};
 use super::page::{self, UiResult, badge, csrf_field, field, time};
 use crate::api::extract::{Query, uuid_param};
+use crate::api::follow::{self, RolloutChange};
 use crate::api::problem::Problem;
 use crate::api::rollouts::ListRolloutsQuery;
 use crate::api::schema::rollout_view::{CountsDoc, RolloutDoc, WaveDoc};
-use crate::api::tasks::shutting_down_within;
 use crate::app::AppState;
+use crate::app::streams::Key;
 use crate::error::Code;
 use crate::rollouts::model::{Command, RolloutStatus};
-
-/// How often the live page looks for a change (the API's stream does the same).
-const POLL: Duration = Duration::from_millis(500);
 
 /// A bar of a set of racks' outcomes, with the numbers spelled out for screen readers.
 fn progress(c: &CountsDoc) -> Markup {
@@ -273,38 +270,33 @@ pub async fn live(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, page::UiError> {
     let id = uuid_param("id", &id)?;
     load(&state, id).await?;
-    let draining = state.draining();
-    let stream = futures::stream::unfold(
-        (state, viewer, String::new(), false, draining),
-        move |(state, viewer, seen, done, mut draining)| async move {
-            if done {
-                return None;
-            }
-            let mut first = true;
-            loop {
-                if !first && shutting_down_within(POLL, &mut draining).await {
-                    let events = vec![Event::default().event("done").data("shutdown")];
-                    return Some((events, (state, viewer, seen, true, draining)));
-                }
-                first = false;
-                let (data, ended) = match load(&state, id).await {
-                    Ok(doc) => (rollout_body(&doc, &viewer).into_string(), doc.ended()),
-                    Err(p) => (page::problem_box(&p).into_string(), true),
-                };
-                if data == seen {
-                    continue;
-                }
-                let mut events = vec![Event::default().event("rollout").data(data.clone())];
-                if ended {
+    let follow = follow::open(&state, Some(&viewer.identity), &[Key::Rollout(id)])?;
+    let stream = follow::rollout_changes(state, id, follow).map(move |change| {
+        let events = match change {
+            Ok(RolloutChange::Rollout(doc)) => {
+                let mut events = vec![
+                    Event::default()
+                        .event("rollout")
+                        .data(rollout_body(&doc, &viewer).into_string()),
+                ];
+                if doc.ended() {
                     events.push(Event::default().event("done").data("ended"));
                 }
-                return Some((events, (state, viewer, data, ended, draining)));
+                events
             }
-        },
-    );
-    let stream = futures::StreamExt::flat_map(stream, |events| {
+            Ok(RolloutChange::ShuttingDown) => {
+                vec![Event::default().event("done").data("shutdown")]
+            }
+            Err(e) => vec![
+                Event::default()
+                    .event("rollout")
+                    .data(page::problem_box(&e.into()).into_string()),
+                Event::default().event("done").data("error"),
+            ],
+        };
         futures::stream::iter(events.into_iter().map(Ok))
     });
+    let stream = futures::StreamExt::flatten(stream);
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 

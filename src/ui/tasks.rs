@@ -14,9 +14,11 @@ use super::access::{Action, Viewer};
 use super::csrf::CsrfToken;
 use super::page::{self, UiResult, badge, code, csrf_field, field, time};
 use crate::api::extract::{Query, uuid_param};
+use crate::api::follow::{self, TaskChange};
 use crate::api::schema::task::TaskDoc;
-use crate::api::tasks::{ListTasksQuery, TaskChange, changes, has_ended, load};
+use crate::api::tasks::{ListTasksQuery, has_ended, load};
 use crate::app::AppState;
+use crate::app::streams::Key;
 
 const STATUSES: [&str; 6] = [
     "pending",
@@ -168,8 +170,9 @@ pub async fn live(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, page::UiError> {
     let id = uuid_param("id", &id)?;
     crate::tasks::store::get(state.db(), id.into()).await?;
+    let follow = follow::open(&state, Some(&viewer.identity), &[Key::Task(id)])?;
     let cancel = viewer.may(Action::CancelTask).then_some(csrf);
-    let stream = changes(state, id).flat_map(move |change| {
+    let stream = follow::task_changes(state, id, follow).flat_map(move |change| {
         let body = |doc: &TaskDoc| task_body(doc, cancel.as_ref()).into_string();
         let events = match change {
             Ok(TaskChange::Task(doc)) if has_ended(&doc) => vec![

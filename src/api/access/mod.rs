@@ -110,9 +110,7 @@ fn is_dry_run(query: Option<&str>) -> bool {
 pub fn describe(access: Access) -> Option<&'static str> {
     match access {
         Public | Probe => None,
-        Metrics => {
-            Some("Public unless `FLOW_METRICS_PUBLIC=false`; then requires the `viewer` role.")
-        }
+        Metrics => Some("Requires the `viewer` role (`FLOW_METRICS_PUBLIC=false`)."),
         Needs(Viewer) => Some("Requires the `viewer` role (any role)."),
         Needs(Operator) => Some("Requires the `operator` role (or `admin`)."),
         Needs(Editor) => Some("Requires the `editor` role (or `admin`)."),

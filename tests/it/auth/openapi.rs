@@ -48,7 +48,8 @@ fn every_operation_says_how_it_is_secured() {
         let security = op["security"]
             .as_array()
             .unwrap_or_else(|| panic!("{method} {path}: no security"));
-        let public = ["/healthz", "/readyz"].contains(&path.as_str());
+        // `/metrics` is public by default (`FLOW_METRICS_PUBLIC=true`), and the document says so.
+        let public = ["/healthz", "/readyz", "/metrics"].contains(&path.as_str());
         if public {
             assert!(security.is_empty(), "{method} {path} is public");
             continue;
@@ -59,10 +60,8 @@ fn every_operation_says_how_it_is_secured() {
             "{method} {path}"
         );
         let description = op["description"].as_str().unwrap_or_default();
-        // `/metrics` is public by default and asks for `viewer` only when configured so.
-        let metrics_rule = path == "/metrics" && description.contains("FLOW_METRICS_PUBLIC");
         assert!(
-            description.contains("Requires the `") || metrics_rule,
+            description.contains("Requires the `"),
             "{method} {path}: {description}"
         );
         for status in ["401", "403"] {
@@ -82,4 +81,27 @@ fn every_operation_says_how_it_is_secured() {
             .unwrap()
             .contains("`operator`")
     );
+}
+
+/// The served document follows `FLOW_METRICS_PUBLIC`: public by default, `viewer` when false.
+#[tokio::test]
+async fn the_served_document_marks_metrics_public_only_when_it_is() {
+    use crate::support::{Backend, TestApp};
+    let mut config = flow::config::Config::default();
+    let open = TestApp::with_config(Backend::Sqlite, config.clone()).await;
+    let doc = open.get("/openapi.json").await.body;
+    assert_eq!(
+        doc["paths"]["/metrics"]["get"]["security"],
+        serde_json::json!([])
+    );
+    config.metrics.public = false;
+    let closed = TestApp::with_config(Backend::Sqlite, config).await;
+    let doc = closed.get("/openapi.json").await.body;
+    let op = &doc["paths"]["/metrics"]["get"];
+    assert_eq!(op["security"][0]["bearerAuth"], serde_json::json!([]));
+    assert!(
+        op["description"].as_str().unwrap().contains("`viewer`"),
+        "{op}"
+    );
+    assert!(op["responses"]["401"].is_object(), "{op}");
 }

@@ -1,8 +1,9 @@
 //! The fault suite: lost-update races, Temporal and PostgreSQL outages, a worker killed
-//! mid-operation, shutdown with open event streams, hostile input. Every
+//! mid-operation, shutdown with open event streams, hostile input, stream and connection floods. Every
 //! test is bounded in time; anything stopped or cut is the test's own (its own Temporal dev
 //! server, a TCP proxy in front of PostgreSQL), never the shared services.
 
+mod bounds;
 mod database;
 mod input;
 mod queue;
