@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use temporalio_macros::activities;
 use temporalio_sdk::ApplicationFailure;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use uuid::Uuid;
 
+use super::beat::{Heartbeat, Learnt};
 use super::steps::{self, Progress, StepFailure};
 use crate::clock::Clock;
 use crate::components::registry::Registry;
@@ -79,109 +79,146 @@ pub(in crate::workflows) fn activity_error(e: Error) -> ActivityError {
     }
 }
 
-/// What a step learnt of its device on the way: an external id from registration, a firmware
-/// version from a finished update.
-#[derive(Default)]
-struct Learnt {
-    external_id: Option<String>,
-    firmware_version: Option<String>,
+/// Where a step's status changes go: the task lifecycle, one typed update each.
+struct Recorder<'a> {
+    tasks: Arc<TaskService>,
+    input: &'a DeviceStepInput,
+    attempt: u32,
 }
 
-/// What a step's heartbeats carry (as JSON text): a note for people, and the firmware update
-/// the step follows with when it was started. Temporal keeps the last one and hands it to the
-/// next attempt, so a retried or re-scheduled step resumes that update instead of pushing again.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Beat {
-    note: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    update: Option<FollowedUpdate>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct FollowedUpdate {
-    /// The manager's handle ([`crate::components::FirmwareControl::update_handle`]).
-    handle: String,
-    started_at: chrono::DateTime<chrono::Utc>,
-}
-
-struct Heartbeat<'a> {
-    ctx: &'a ActivityContext,
-    clock: &'a dyn Clock,
-    learnt: std::sync::Mutex<Learnt>,
-    update: std::sync::Mutex<Option<FollowedUpdate>>,
-    /// The update the previous attempt's last heartbeat named.
-    earlier: Option<FollowedUpdate>,
-}
-
-impl<'a> Heartbeat<'a> {
-    fn new(ctx: &'a ActivityContext, clock: &'a dyn Clock) -> Self {
-        let earlier = ctx
-            .heartbeat_details()
-            .deserialize::<String>()
-            .ok()
-            .flatten()
-            .and_then(|text| serde_json::from_str::<Beat>(&text).ok())
-            .and_then(|beat| beat.update);
-        Self {
-            ctx,
-            clock,
-            learnt: std::sync::Mutex::new(Learnt::default()),
-            update: std::sync::Mutex::new(None),
-            earlier,
-        }
-    }
-
-    async fn record(&self, note: &str) {
-        let beat = Beat {
-            note: note.to_string(),
-            update: self.update.lock().ok().and_then(|u| u.clone()),
+impl Recorder<'_> {
+    async fn record(
+        &self,
+        status: StepStatus,
+        error: Option<String>,
+        event: String,
+    ) -> Result<(), ActivityError> {
+        let update = StepUpdate {
+            task_id: self.input.task_id.into(),
+            stage: self.input.stage,
+            component_id: self.input.device.component_id.into(),
+            status,
+            attempts: self.attempt,
+            error,
+            event,
         };
-        let text = serde_json::to_string(&beat).unwrap_or_default();
-        // A lost heartbeat only delays noticing a dead worker; the step goes on.
-        let _ = self.ctx.record_heartbeat(text).await;
+        self.tasks
+            .record_step(&update)
+            .await
+            .map_err(activity_error)
+    }
+
+    /// Records how the step ended and answers the workflow: done, failed for good (an outcome
+    /// with the error), or failed for a retry (an activity error, which Temporal retries).
+    async fn finish(
+        &self,
+        result: Result<String, StepFailure>,
+    ) -> Result<StepOutcome, ActivityError> {
+        let outcome = |error: Option<String>| StepOutcome {
+            component_id: self.input.device.component_id,
+            name: self.input.device.name.clone(),
+            error,
+        };
+        match result {
+            Ok(detail) => {
+                self.record(StepStatus::Succeeded, None, detail).await?;
+                Ok(outcome(None))
+            }
+            Err(StepFailure::Cancelled) => {
+                self.record(StepStatus::Cancelled, None, "cancelled".to_string())
+                    .await?;
+                Err(ActivityError::cancelled())
+            }
+            Err(failure) if failure.is_retryable() && self.attempt < self.input.max_attempts => {
+                let note = format!("attempt {} failed: {failure}; will retry", self.attempt);
+                self.record(StepStatus::Running, Some(failure.to_string()), note)
+                    .await?;
+                Err(ActivityError::application(ApplicationFailure::new(
+                    failure.to_string(),
+                )))
+            }
+            Err(failure) => {
+                let error = failure.to_string();
+                let note = format!("failed: {error}");
+                self.record(StepStatus::Failed, Some(error.clone()), note)
+                    .await?;
+                Ok(outcome(Some(error)))
+            }
+        }
     }
 }
 
-#[async_trait]
-impl Progress for Heartbeat<'_> {
-    fn registered(&self, external_id: &str) {
-        if let Ok(mut learnt) = self.learnt.lock() {
-            learnt.external_id = Some(external_id.to_string());
+impl RackActivities {
+    /// Runs the step's actions, beating meanwhile: a device call can take long, and beating lets
+    /// a cancel (delivered only with a heartbeat's answer) and a dead worker be noticed during
+    /// the call, not after it.
+    async fn run_beating(
+        &self,
+        ctx: &ActivityContext,
+        input: &DeviceStepInput,
+        progress: &Heartbeat<'_>,
+    ) -> Result<String, StepFailure> {
+        let work = steps::run_all(
+            &self.registry,
+            &input.actions,
+            &input.firmware,
+            &input.device,
+            progress,
+        );
+        let beat = async {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                progress.beat("in progress").await;
+            }
+        };
+        tokio::select! {
+            result = work => result,
+            () = ctx.cancelled() => Err(StepFailure::Cancelled),
+            () = beat => Err(StepFailure::Cancelled),
         }
     }
 
-    fn firmware_reported(&self, version: &str) {
-        if let Ok(mut learnt) = self.learnt.lock() {
-            learnt.firmware_version = Some(version.to_string());
+    /// Records what a successful step learnt, as the drift sync records what it sees (observed
+    /// fields, never the operator's): the external id registration reported (a clash with
+    /// another component fails the step), and the power and firmware the device was left with,
+    /// so badges are right as the step ends.
+    async fn record_effects(
+        &self,
+        input: &DeviceStepInput,
+        learnt: Learnt,
+        result: Result<String, StepFailure>,
+    ) -> Result<Result<String, StepFailure>, ActivityError> {
+        if result.is_err() {
+            return Ok(result);
         }
-    }
-
-    async fn beat(&self, note: &str) {
-        self.record(note).await;
-    }
-
-    fn cancelled(&self) -> bool {
-        self.ctx.is_cancelled()
-    }
-
-    async fn update_started(&self, handle: &str) {
-        // A resumed update keeps the time it was first started.
-        let started_at = self
-            .earlier
-            .as_ref()
-            .filter(|e| e.handle == handle)
-            .map_or_else(|| self.clock.now(), |e| e.started_at);
-        if let Ok(mut slot) = self.update.lock() {
-            *slot = Some(FollowedUpdate {
-                handle: handle.to_string(),
-                started_at,
-            });
+        let (db, now) = (self.tasks.db(), self.clock.now());
+        let (kind, component) = (input.device.kind, input.device.component_id);
+        if let Some(external_id) = learnt.external_id {
+            let owner =
+                crate::drift::store::claim_external_id(db, kind, component, &external_id, now)
+                    .await
+                    .map_err(activity_error)?;
+            if let Some((other, other_name)) = owner {
+                return Ok(Err(StepFailure::Device(DeviceError::Rejected(format!(
+                    "409 conflict: {kind} {} ({component}) reports external id {external_id}, \
+                     which {kind} {other_name} ({other}) already has",
+                    input.device.name
+                )))));
+            }
         }
-        self.record("firmware update started").await;
-    }
-
-    fn earlier_update(&self) -> Option<String> {
-        self.earlier.as_ref().map(|e| e.handle.clone())
+        let power = steps::power_after(&input.actions);
+        if power.is_some() || learnt.firmware_version.is_some() {
+            let sighting = crate::drift::compare::Sighting {
+                component_id: component,
+                external_id: None,
+                firmware_version: learnt.firmware_version,
+                power,
+            };
+            crate::drift::store::record_sightings(db, &[sighting], now)
+                .await
+                .map_err(activity_error)?;
+        }
+        Ok(result)
     }
 }
 
@@ -208,21 +245,10 @@ impl RackActivities {
         input: DeviceStepInput,
     ) -> Result<StepOutcome, ActivityError> {
         let attempt = ctx.info().attempt;
-        let db = self.tasks.db();
-        let (task, stage, component) = (input.task_id, input.stage, input.device.component_id);
-        // Every step change goes to the task lifecycle as one typed update.
-        let record = |status: StepStatus, error: Option<String>, event: String| {
-            let update = StepUpdate {
-                task_id: task.into(),
-                stage,
-                component_id: component.into(),
-                status,
-                attempts: attempt,
-                error,
-                event,
-            };
-            let tasks = Arc::clone(&self.tasks);
-            async move { tasks.record_step(&update).await.map_err(activity_error) }
+        let recorder = Recorder {
+            tasks: Arc::clone(&self.tasks),
+            input: &input,
+            attempt,
         };
         let labels: Vec<String> = input.actions.iter().map(Action::label).collect();
         let start_note = format!(
@@ -230,100 +256,18 @@ impl RackActivities {
             labels.join(", "),
             input.device.name
         );
-        record(StepStatus::Running, None, start_note).await?;
+        recorder
+            .record(StepStatus::Running, None, start_note)
+            .await?;
         let progress = Heartbeat::new(&ctx, self.clock.as_ref());
-        let result = {
-            let work = steps::run_all(
-                &self.registry,
-                &input.actions,
-                &input.firmware,
-                &input.device,
-                &progress,
-            );
-            // A device call can take long; beating meanwhile lets a cancel (delivered only with a
-            // heartbeat's answer) and a dead worker be noticed during the call, not after it.
-            let beat = async {
-                loop {
-                    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-                    progress.beat("in progress").await;
-                }
-            };
-            tokio::select! {
-                result = work => result,
-                () = ctx.cancelled() => Err(StepFailure::Cancelled),
-                () = beat => Err(StepFailure::Cancelled),
-            }
-        };
-        let now = self.clock.now();
-        let outcome = |error: Option<String>| StepOutcome {
-            component_id: component,
-            name: input.device.name.clone(),
-            error,
-        };
+        let result = self.run_beating(&ctx, &input, &progress).await;
         let learnt = progress
             .learnt
             .lock()
             .map(|mut l| std::mem::take(&mut *l))
             .unwrap_or_default();
-        let mut result = result;
-        if let (Ok(_), Some(external_id)) = (&result, learnt.external_id) {
-            // What registration learnt is the component's external id, as the drift sync
-            // records it: in the observed fields, never the operator's.
-            let kind = input.device.kind;
-            let owner =
-                crate::drift::store::claim_external_id(db, kind, component, &external_id, now)
-                    .await
-                    .map_err(activity_error)?;
-            if let Some((other, other_name)) = owner {
-                result = Err(StepFailure::Device(DeviceError::Rejected(format!(
-                    "409 conflict: {kind} {} ({component}) reports external id {external_id}, \
-                     which {kind} {other_name} ({other}) already has",
-                    input.device.name
-                ))));
-            }
-        }
-        let power = steps::power_after(&input.actions);
-        if result.is_ok() && (power.is_some() || learnt.firmware_version.is_some()) {
-            // The power state the step left the device in, and the firmware an update reported,
-            // are recorded as the drift sync records what it sees (observed fields, never the
-            // operator's), so badges are right as the step ends.
-            let sighting = crate::drift::compare::Sighting {
-                component_id: component,
-                external_id: None,
-                firmware_version: learnt.firmware_version,
-                power,
-            };
-            crate::drift::store::record_sightings(db, &[sighting], now)
-                .await
-                .map_err(activity_error)?;
-        }
-        match result {
-            Ok(detail) => {
-                record(StepStatus::Succeeded, None, detail).await?;
-                Ok(outcome(None))
-            }
-            Err(StepFailure::Cancelled) => {
-                record(StepStatus::Cancelled, None, "cancelled".to_string()).await?;
-                Err(ActivityError::cancelled())
-            }
-            Err(failure) if failure.is_retryable() && attempt < input.max_attempts => {
-                let note = format!("attempt {attempt} failed: {failure}; will retry");
-                record(StepStatus::Running, Some(failure.to_string()), note).await?;
-                Err(ActivityError::application(ApplicationFailure::new(
-                    failure.to_string(),
-                )))
-            }
-            Err(failure) => {
-                let error = failure.to_string();
-                record(
-                    StepStatus::Failed,
-                    Some(error.clone()),
-                    format!("failed: {error}"),
-                )
-                .await?;
-                Ok(outcome(Some(error)))
-            }
-        }
+        let result = self.record_effects(&input, learnt, result).await?;
+        recorder.finish(result).await
     }
 
     /// Records a step the workflow gave up on without hearing from the activity.

@@ -7,8 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
+use super::actions;
 use crate::components::registry::Registry;
-use crate::components::{Device, DeviceError, DevicePower, FirmwareRequest, FirmwareState};
+use crate::components::{Device, DeviceError, DevicePower, FirmwareRequest};
 use crate::rules::model::Action;
 
 /// Liveness and cancellation, as the caller (an activity) sees them.
@@ -59,7 +60,7 @@ impl std::fmt::Display for StepFailure {
     }
 }
 
-fn unsupported(device: &Device, capability: &str) -> StepFailure {
+pub(super) fn unsupported(device: &Device, capability: &str) -> StepFailure {
     StepFailure::Device(DeviceError::Unsupported(format!(
         "no {capability} manager is configured for {} components",
         device.kind
@@ -67,7 +68,7 @@ fn unsupported(device: &Device, capability: &str) -> StepFailure {
 }
 
 /// Waits one poll interval, unless cancelled meanwhile.
-async fn pause(progress: &dyn Progress, interval: Duration) -> Result<(), StepFailure> {
+pub(super) async fn pause(progress: &dyn Progress, interval: Duration) -> Result<(), StepFailure> {
     let step = Duration::from_millis(200).min(interval);
     let until = Instant::now() + interval;
     while Instant::now() < until {
@@ -96,13 +97,19 @@ pub async fn run_all(
         if progress.cancelled() {
             return Err(StepFailure::Cancelled);
         }
-        done.push(run(registry, action, firmware, device, progress).await?);
+        let step = actions::Step {
+            managers: registry.get(device.kind),
+            firmware_request: firmware,
+            device,
+            progress,
+        };
+        done.push(step.run(action).await?);
     }
     Ok(done.join("; "))
 }
 
 /// Polls `check` until it says done, the deadline passes, or the step is cancelled.
-async fn poll_until<F, Fut>(
+pub(super) async fn poll_until<F, Fut>(
     progress: &dyn Progress,
     timeout: Duration,
     interval: Duration,
@@ -148,183 +155,10 @@ pub fn power_after(actions: &[Action]) -> Option<DevicePower> {
     })
 }
 
-fn power_name(p: DevicePower) -> &'static str {
+pub(super) fn power_name(p: DevicePower) -> &'static str {
     match p {
         DevicePower::On => "on",
         DevicePower::Off => "off",
         DevicePower::Unknown => "unknown",
-    }
-}
-
-/// Runs one action on `device`.
-async fn run(
-    registry: &Registry,
-    action: &Action,
-    firmware_request: &FirmwareRequest,
-    device: &Device,
-    progress: &dyn Progress,
-) -> Result<String, StepFailure> {
-    let managers = registry.get(device.kind);
-    let status = || {
-        managers
-            .and_then(|m| m.status.clone())
-            .ok_or_else(|| unsupported(device, "power status"))
-    };
-    let firmware = || {
-        managers
-            .and_then(|m| m.firmware.clone())
-            .ok_or_else(|| unsupported(device, "firmware"))
-    };
-    match action {
-        Action::PowerControl { operation } => {
-            let code = operation.ok_or_else(|| {
-                StepFailure::Device(DeviceError::Unsupported(
-                    "the rule's power_control names no operation and the task has none to pass"
-                        .into(),
-                ))
-            })?;
-            let power = managers
-                .and_then(|m| m.power.clone())
-                .ok_or_else(|| unsupported(device, "power control"))?;
-            power
-                .set_power(device, code.op())
-                .await
-                .map_err(StepFailure::Device)?;
-            Ok(format!("sent {}", action.label()))
-        }
-        Action::VerifyPower {
-            expect,
-            timeout,
-            poll_interval,
-        } => {
-            let status = status()?;
-            let wanted = power_name(*expect);
-            poll_until(
-                progress,
-                *timeout,
-                *poll_interval,
-                &format!("waiting for power {wanted}"),
-                || async {
-                    match status.power_status(device).await {
-                        Ok(now) if now == *expect => Ok(Ok(format!("power is {wanted}"))),
-                        Ok(now) => Ok(Err(power_name(now).to_string())),
-                        // Errors while the device settles are expected; only the deadline decides.
-                        Err(e) if e.is_retryable() => Ok(Err(format!("unanswered ({e})"))),
-                        Err(e) => Err(StepFailure::Device(e)),
-                    }
-                },
-            )
-            .await
-        }
-        Action::VerifyReachable {
-            timeout,
-            poll_interval,
-        } => {
-            let status = status()?;
-            poll_until(
-                progress,
-                *timeout,
-                *poll_interval,
-                "waiting for the device to answer",
-                || async {
-                    match status.power_status(device).await {
-                        Ok(now) => Ok(Ok(format!("answers (power {})", power_name(now)))),
-                        Err(e) if e.is_retryable() => Ok(Err(format!("unreachable ({e})"))),
-                        Err(e) => Err(StepFailure::Device(e)),
-                    }
-                },
-            )
-            .await
-        }
-        Action::Sleep { duration } => {
-            progress
-                .beat(&format!(
-                    "sleeping {}",
-                    crate::rules::duration::format(*duration)
-                ))
-                .await;
-            pause(progress, *duration).await?;
-            Ok(format!(
-                "slept {}",
-                crate::rules::duration::format(*duration)
-            ))
-        }
-        Action::FirmwareStart => {
-            let firmware = firmware()?;
-            // A retried step follows the update its earlier attempt started instead of sending
-            // the image again.
-            if let Some(handle) = progress.earlier_update()
-                && firmware.resume_update(device, &handle)
-            {
-                progress.update_started(&handle).await;
-                return Ok("following the firmware update an earlier attempt started".into());
-            }
-            firmware
-                .start_update(device, firmware_request)
-                .await
-                .map_err(StepFailure::Device)?;
-            if let Some(handle) = firmware.update_handle(device) {
-                progress.update_started(&handle).await;
-            }
-            Ok("firmware update started".into())
-        }
-        Action::FirmwareWait {
-            timeout,
-            poll_interval,
-        } => {
-            let firmware = firmware()?;
-            poll_until(
-                progress,
-                *timeout,
-                *poll_interval,
-                "firmware update in progress",
-                || async {
-                    match firmware.update_status(device).await {
-                        Ok(s) if s.state == FirmwareState::Completed => {
-                            // The version the device reports, else the one it was told to run.
-                            let version = s
-                                .version
-                                .or_else(|| firmware_request.target_version.clone());
-                            if let Some(v) = &version {
-                                progress.firmware_reported(v);
-                            }
-                            Ok(Ok(format!(
-                                "firmware updated to {}",
-                                version.unwrap_or_else(|| "the target version".into())
-                            )))
-                        }
-                        Ok(s) if s.state == FirmwareState::Failed => {
-                            Err(StepFailure::Device(DeviceError::Rejected(format!(
-                                "firmware update failed: {}",
-                                s.error.unwrap_or_else(|| "no reason given".into())
-                            ))))
-                        }
-                        Ok(s) => Ok(Err(format!("{:?}", s.state).to_lowercase())),
-                        Err(e) if e.is_retryable() => Ok(Err(format!("unanswered ({e})"))),
-                        Err(e) => Err(StepFailure::Device(e)),
-                    }
-                },
-            )
-            .await
-        }
-        Action::Register => {
-            let registration = managers
-                .and_then(|m| m.registration.clone())
-                .ok_or_else(|| unsupported(device, "registration"))?;
-            let external = registration
-                .register(device)
-                .await
-                .map_err(StepFailure::Device)?;
-            match external {
-                Some(id) => {
-                    progress.registered(&id);
-                    Ok(format!(
-                        "registered {} with its manager as {id}",
-                        device.name
-                    ))
-                }
-                None => Ok(format!("registered {} with its manager", device.name)),
-            }
-        }
     }
 }

@@ -125,6 +125,92 @@ async fn end_failed(
         .into())
 }
 
+/// One device step of a stage and how it ended (`None`: never started, the run was cancelled).
+type StepRun = (
+    DeviceStepInput,
+    Option<Result<StepOutcome, ActivityExecutionError>>,
+);
+
+/// Runs a stage's device steps, one activity per device, at most `max_parallel` in flight.
+async fn run_stage(
+    ctx: &WorkflowContext<RackOperationWorkflow>,
+    input: &RackOperationInput,
+    stage: &Stage,
+) -> Vec<StepRun> {
+    ctx.state_mut(|s| {
+        s.stage = stage.number;
+        s.max_parallel = stage.max_parallel.max(1) as usize;
+    });
+    let runs: Vec<_> = stage
+        .devices
+        .iter()
+        .map(|device| {
+            let ctx = ctx.clone();
+            let step = DeviceStepInput {
+                task_id: input.task_id,
+                stage: stage.number,
+                actions: stage.actions.clone(),
+                firmware: input.plan.firmware_for(device.kind),
+                device: device.clone(),
+                max_attempts: stage.retry.max_attempts,
+            };
+            let options = device_options(stage);
+            async move {
+                // A deterministic semaphore: each run waits for a free slot in workflow state.
+                if ctx
+                    .wait_condition(|s| s.in_flight < s.max_parallel)
+                    .await
+                    .is_err()
+                {
+                    return (step, None);
+                }
+                ctx.state_mut(|s| s.in_flight += 1);
+                let result = ctx
+                    .execute_activity(RackActivities::device_step, step.clone(), options)
+                    .await;
+                ctx.state_mut(|s| s.in_flight -= 1);
+                (step, Some(result))
+            }
+        })
+        .collect();
+    join_all(runs).await
+}
+
+/// A stage's failures, one line per device. A step whose activity could not record its own
+/// failure (it timed out or died) is recorded here.
+async fn stage_failures(
+    ctx: &WorkflowContext<RackOperationWorkflow>,
+    task_id: Uuid,
+    results: Vec<StepRun>,
+) -> WorkflowResult<Vec<String>> {
+    let mut failures = Vec::new();
+    for (step, result) in results {
+        let failed = match result {
+            Some(Ok(StepOutcome { error: None, .. })) => continue,
+            Some(Ok(StepOutcome {
+                error: Some(error),
+                name,
+                ..
+            })) => format!("{name}: {error}"),
+            Some(Err(err)) => {
+                let error = describe(&err);
+                let record = StepFailedInput {
+                    task_id,
+                    stage: step.stage,
+                    component_id: step.device.component_id,
+                    error: error.clone(),
+                };
+                ctx.execute_activity(RackActivities::step_failed, record, bookkeeping())
+                    .await?;
+                format!("{}: {error}", step.device.name)
+            }
+            None => format!("{}: not started", step.device.name),
+        };
+        failures.push(failed);
+    }
+    Ok(failures)
+}
+
 #[workflow_methods]
 impl RackOperationWorkflow {
     #[run(name = "RackOperation")]
@@ -138,88 +224,19 @@ impl RackOperationWorkflow {
         // Failures of stages that let the run continue; reported when the run ends.
         let mut carried: Vec<String> = Vec::new();
         for stage in &input.plan.stages {
-            ctx.state_mut(|s| {
-                s.stage = stage.number;
-                s.max_parallel = stage.max_parallel.max(1) as usize;
-            });
-            let runs: Vec<_> = stage
-                .devices
-                .iter()
-                .map(|device| {
-                    let ctx = ctx.clone();
-                    let step = DeviceStepInput {
-                        task_id,
-                        stage: stage.number,
-                        actions: stage.actions.clone(),
-                        firmware: input.plan.firmware_for(device.kind),
-                        device: device.clone(),
-                        max_attempts: stage.retry.max_attempts,
-                    };
-                    let options = device_options(stage);
-                    async move {
-                        // A deterministic semaphore: each run waits for a free slot in workflow state.
-                        if ctx
-                            .wait_condition(|s| s.in_flight < s.max_parallel)
-                            .await
-                            .is_err()
-                        {
-                            return (step, None);
-                        }
-                        ctx.state_mut(|s| s.in_flight += 1);
-                        let result = ctx
-                            .execute_activity(RackActivities::device_step, step.clone(), options)
-                            .await;
-                        ctx.state_mut(|s| s.in_flight -= 1);
-                        (step, Some(result))
-                    }
-                })
-                .collect();
-            let results = join_all(runs).await;
-
+            let results = run_stage(ctx, &input, stage).await;
             if ctx.cancellation_token().is_cancelled() {
                 return end_cancelled(ctx, task_id).await;
             }
-            let mut failures: Vec<String> = Vec::new();
-            for (step, result) in results {
-                let failed: Option<String> = match result {
-                    Some(Ok(StepOutcome { error: None, .. })) => None,
-                    Some(Ok(StepOutcome {
-                        error: Some(error),
-                        name,
-                        ..
-                    })) => Some(format!("{name}: {error}")),
-                    Some(Err(err)) => {
-                        // The activity could not record its own failure (it timed out or died).
-                        let error = describe(&err);
-                        let record = StepFailedInput {
-                            task_id,
-                            stage: step.stage,
-                            component_id: step.device.component_id,
-                            error: error.clone(),
-                        };
-                        ctx.execute_activity(RackActivities::step_failed, record, bookkeeping())
-                            .await?;
-                        Some(format!("{}: {error}", step.device.name))
-                    }
-                    None => Some(format!("{}: not started", step.device.name)),
-                };
-                failures.extend(failed);
-            }
-            if !failures.is_empty() && stage.on_failure == OnFailure::Continue {
-                carried.push(format!(
-                    "stage {} ({}): {}",
-                    stage.number,
-                    stage.name,
-                    failures.join("; ")
-                ));
-            } else if !failures.is_empty() {
-                let message = format!(
-                    "stage {} ({}) failed: {}",
-                    stage.number,
-                    stage.name,
-                    failures.join("; ")
-                );
-                return end_failed(ctx, task_id, "StageFailed", message).await;
+            let failures = stage_failures(ctx, task_id, results).await?;
+            if !failures.is_empty() {
+                let (number, name) = (stage.number, &stage.name);
+                let failures = failures.join("; ");
+                if stage.on_failure != OnFailure::Continue {
+                    let message = format!("stage {number} ({name}) failed: {failures}");
+                    return end_failed(ctx, task_id, "StageFailed", message).await;
+                }
+                carried.push(format!("stage {number} ({name}): {failures}"));
             }
             if stage.delay_after_ms > 0 {
                 // A durable timer: a worker restart during the pause resumes it, not restarts it.

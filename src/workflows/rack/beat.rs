@@ -1,0 +1,115 @@
+//! A device step's heartbeats: how it reports liveness to Temporal, what it learnt on the way,
+//! and the firmware update it follows, carried in the beats so a later attempt finds it.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use temporalio_sdk::activities::ActivityContext;
+
+use super::steps::Progress;
+use crate::clock::Clock;
+
+/// What a step learnt of its device on the way: an external id from registration, a firmware
+/// version from a finished update.
+#[derive(Default)]
+pub(super) struct Learnt {
+    pub external_id: Option<String>,
+    pub firmware_version: Option<String>,
+}
+
+/// What a step's heartbeats carry (as JSON text): a note for people, and the firmware update
+/// the step follows with when it was started. Temporal keeps the last one and hands it to the
+/// next attempt, so a retried or re-scheduled step resumes that update instead of pushing again.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Beat {
+    note: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    update: Option<FollowedUpdate>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct FollowedUpdate {
+    /// The manager's handle ([`crate::components::FirmwareControl::update_handle`]).
+    handle: String,
+    started_at: chrono::DateTime<chrono::Utc>,
+}
+
+pub(super) struct Heartbeat<'a> {
+    ctx: &'a ActivityContext,
+    clock: &'a dyn Clock,
+    pub learnt: std::sync::Mutex<Learnt>,
+    update: std::sync::Mutex<Option<FollowedUpdate>>,
+    /// The update the previous attempt's last heartbeat named.
+    earlier: Option<FollowedUpdate>,
+}
+
+impl<'a> Heartbeat<'a> {
+    pub fn new(ctx: &'a ActivityContext, clock: &'a dyn Clock) -> Self {
+        let earlier = ctx
+            .heartbeat_details()
+            .deserialize::<String>()
+            .ok()
+            .flatten()
+            .and_then(|text| serde_json::from_str::<Beat>(&text).ok())
+            .and_then(|beat| beat.update);
+        Self {
+            ctx,
+            clock,
+            learnt: std::sync::Mutex::new(Learnt::default()),
+            update: std::sync::Mutex::new(None),
+            earlier,
+        }
+    }
+
+    async fn record(&self, note: &str) {
+        let beat = Beat {
+            note: note.to_string(),
+            update: self.update.lock().ok().and_then(|u| u.clone()),
+        };
+        let text = serde_json::to_string(&beat).unwrap_or_default();
+        // A lost heartbeat only delays noticing a dead worker; the step goes on.
+        let _ = self.ctx.record_heartbeat(text).await;
+    }
+}
+
+#[async_trait]
+impl Progress for Heartbeat<'_> {
+    fn registered(&self, external_id: &str) {
+        if let Ok(mut learnt) = self.learnt.lock() {
+            learnt.external_id = Some(external_id.to_string());
+        }
+    }
+
+    fn firmware_reported(&self, version: &str) {
+        if let Ok(mut learnt) = self.learnt.lock() {
+            learnt.firmware_version = Some(version.to_string());
+        }
+    }
+
+    async fn beat(&self, note: &str) {
+        self.record(note).await;
+    }
+
+    fn cancelled(&self) -> bool {
+        self.ctx.is_cancelled()
+    }
+
+    async fn update_started(&self, handle: &str) {
+        // A resumed update keeps the time it was first started.
+        let started_at = self
+            .earlier
+            .as_ref()
+            .filter(|e| e.handle == handle)
+            .map_or_else(|| self.clock.now(), |e| e.started_at);
+        if let Ok(mut slot) = self.update.lock() {
+            *slot = Some(FollowedUpdate {
+                handle: handle.to_string(),
+                started_at,
+            });
+        }
+        self.record("firmware update started").await;
+    }
+
+    fn earlier_update(&self) -> Option<String> {
+        self.earlier.as_ref().map(|e| e.handle.clone())
+    }
+}
