@@ -144,15 +144,16 @@ fn tray(c: &ComponentDoc, marks: &Marks, y: u32) -> Markup {
     }
 }
 
-/// What the colours mean, under every elevation.
+/// What the colours mean, under every elevation (colours in console.css: the console's CSP
+/// allows no inline style).
 pub fn legend() -> Markup {
     html! {
         p.legend.muted {
-            span.swatch style="background:#2e8b57" {} " on · "
-            span.swatch style="background:#8a939c" {} " off · "
-            span.swatch style="background:#fff" {} " unknown · "
-            span.swatch style="border:2px solid #d0312d" {} " drift · "
-            span.swatch style="background:#f0a500" {} " task running"
+            span.swatch.on {} " on · "
+            span.swatch.off {} " off · "
+            span.swatch.unknown {} " unknown · "
+            span.swatch.drift {} " drift · "
+            span.swatch.busy {} " task running"
         }
     }
 }
