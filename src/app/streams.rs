@@ -1,6 +1,6 @@
 //! Event streams, bounded and fed together: a process holds at most `FLOW_MAX_EVENT_STREAMS`
 //! open task and rollout streams (a tenth of that per identity), and one shared watcher looks
-//! for changes of everything they follow with one statement per poll ([`super::watcher`]), so a
+//! for changes of everything they follow with one statement per poll (the `watcher` module), so a
 //! thousand open streams cost the database what one does.
 
 use std::collections::{HashMap, HashSet};
