@@ -53,6 +53,14 @@ pub enum Error {
         message: String,
         errors: Vec<FieldError>,
     },
+    /// The caller may not do this as asked: a request over its role's blast-radius cap
+    /// (`blast_radius`, with the cap and the count).
+    #[error("{message}")]
+    Forbidden {
+        code: Code,
+        message: String,
+        errors: Vec<FieldError>,
+    },
     /// The caller's `If-Match` does not match the current version.
     #[error("{kind} {id} has changed: expected version {expected}, current is {current}")]
     PreconditionFailed {

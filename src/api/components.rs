@@ -94,7 +94,15 @@ async fn respond_with_rack(
     let found = components::with_rack(state.db(), component, with_rack).await?;
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, etag(revision));
-    Ok((headers, axum::Json(ComponentWithRackDoc::from(found))))
+    let mut doc = ComponentWithRackDoc::from(found);
+    super::maintenance::mark_components(state.db(), &mut [&mut doc.component]).await?;
+    if let Some(rack) = doc.rack.take() {
+        let mut racks = [rack];
+        super::maintenance::mark_racks(state.db(), &mut racks).await?;
+        let [rack] = racks;
+        doc.rack = Some(rack);
+    }
+    Ok((headers, axum::Json(doc)))
 }
 
 /// Add a component
@@ -172,7 +180,10 @@ pub async fn list_components(
         bmc_mac,
     };
     let found = components::list(state.db(), &filter, &page?).await?;
-    Ok(axum::Json(ListResponse::from_page(found)))
+    let mut list: ListResponse<ComponentDoc> = ListResponse::from_page(found);
+    let mut items: Vec<&mut ComponentDoc> = list.items.iter_mut().collect();
+    super::maintenance::mark_components(state.db(), &mut items).await?;
+    Ok(axum::Json(list))
 }
 
 /// Find a component by serial number
@@ -221,7 +232,8 @@ pub async fn get_component_by_mac(
 
 /// Get a component
 ///
-/// A live component by id with its BMCs, and its rack when `with_rack=true`.
+/// A live component by id with its BMCs, and its rack when `with_rack=true`. While a task runs
+/// on it, `in_maintenance` is `true` and `maintenance_task_id` names the task.
 #[utoipa::path(get, path = "/v1/components/{id}", tag = COMPONENTS, security(("access" = ["viewer"])),
     params(("id" = uuid::Uuid, Path, description = "Component id"), WithRackQuery),
     responses(

@@ -8,6 +8,7 @@ pub mod components;
 pub mod doc_pass;
 pub mod extract;
 pub mod follow;
+pub mod maintenance;
 pub mod metrics;
 pub mod nvl_domains;
 pub mod openapi;

@@ -52,6 +52,11 @@ enum Submitted {
     /// Invalid input or a target that names nothing; `errors` names each field.
     #[response(status = 400, content_type = "application/problem+json")]
     BadRequest(Problem),
+    /// The caller lacks the role this route needs (`forbidden`), or the request touches more
+    /// racks than the caller's role may at once (`blast_radius`: the detail names the cap and
+    /// the count; a rollout applies the cap per wave).
+    #[response(status = 403, content_type = "application/problem+json")]
+    Forbidden(Problem),
     /// Every targeted rack is busy with a conflicting task (`code`: `rack_busy`), or every
     /// rack's queue is full (`queue_full`).
     #[response(status = 409, content_type = "application/problem+json")]
@@ -98,16 +103,18 @@ async fn submit(
     spec: OperationSpec,
 ) -> ApiResult<Response> {
     if dry_run {
-        let racks = state
+        let racks: Vec<RackPlanDoc> = state
             .tasks()
             .preview(&spec)
             .await?
             .into_iter()
             .map(RackPlanDoc::from)
             .collect();
+        let blast_radius = state.tasks().radius(racks.len()).into();
         return Ok(axum::Json(DryRunDoc {
             dry_run: true,
             racks,
+            blast_radius,
         })
         .into_response());
     }

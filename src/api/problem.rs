@@ -167,6 +167,11 @@ impl From<Error> for Problem {
                 message,
                 errors,
             } => Problem::new(StatusCode::UNPROCESSABLE_ENTITY, code, message).with_errors(errors),
+            Error::Forbidden {
+                code,
+                message,
+                errors,
+            } => Problem::new(StatusCode::FORBIDDEN, code, message).with_errors(errors),
             e @ Error::PreconditionFailed { .. } => Problem::new(
                 StatusCode::PRECONDITION_FAILED,
                 Code::PreconditionFailed,

@@ -77,10 +77,10 @@ pub struct RackBySerialQuery {
 async fn with_drift(state: &AppState, racks: &mut [RackDoc]) -> crate::error::Result<()> {
     let ids: Vec<uuid::Uuid> = racks.iter().map(|r| r.id).collect();
     let mut counts = crate::drift::store::rack_counts(state.db(), &ids).await?;
-    for rack in racks {
+    for rack in racks.iter_mut() {
         rack.drift = Some(counts.remove(&rack.id).unwrap_or_default().into());
     }
-    Ok(())
+    super::maintenance::mark_racks(state.db(), racks).await
 }
 
 fn with_etag(status: StatusCode, rack: RackDoc) -> impl IntoResponse {

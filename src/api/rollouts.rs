@@ -69,6 +69,7 @@ pub struct CreateRolloutQuery {
         (status = 201, description = "The rollout, started", body = RolloutDoc, headers(("Location" = String, description = "The rollout"))),
         (status = 200, description = "Dry run: the wave plan", body = RolloutPlanDoc),
         (status = 400, description = "Bad body or no rack selected; `errors` names each field", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The caller lacks the role (`forbidden`), or a wave has more racks than the caller's role may touch in one request (`blast_radius`, naming the wave, the cap and the count; a dry run hears the same)", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "The operation names a rule that does not exist (`rule_not_found`)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The workflow engine is unreachable", body = Problem, content_type = "application/problem+json"),
     ))]

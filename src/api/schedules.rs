@@ -63,6 +63,7 @@ fn id_of(raw: &str) -> Result<ScheduleId, Problem> {
     responses(
         (status = 201, description = "The schedule", body = ScheduleDoc, headers(("Location" = String, description = "The schedule"))),
         (status = 400, description = "Bad spec, time zone, interval, operation or racks; `errors` names each field", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The caller lacks the role (`forbidden`), or the scope has more racks than a schedule (acting as `operator`) may touch in one fire (`blast_radius`, naming the cap and the count)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The name is taken (`code`: `name_exists`)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_schedule(
@@ -306,6 +307,7 @@ pub async fn list_schedule_scope(
     responses(
         (status = 200, description = "Added or widened scope entries", body = ScopeListDoc),
         (status = 400, description = "Unknown or repeated racks, or component targets", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The caller lacks the role (`forbidden`), or the scope would exceed a schedule's blast-radius cap (`blast_radius`)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn add_schedule_scope(

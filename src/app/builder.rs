@@ -141,7 +141,9 @@ impl AppBuilder {
             registry,
         } = self;
         let tasks = Arc::new(
-            TaskService::new(db.clone(), engine, clock.clone()).with_managers(registry.clone()),
+            TaskService::new(db.clone(), engine, clock.clone())
+                .with_managers(registry.clone())
+                .with_rack_limits(config.rack_limits()),
         );
         let rollouts = Arc::new(RolloutService::new(
             db.clone(),

@@ -1,9 +1,10 @@
 //! The background sampler of the gauges read from the database (tasks not yet ended, recorded
-//! drift): one round every `FLOW_METRICS_SAMPLE_SECS`, so a scrape of `/metrics` — public by
+//! drift, components in maintenance): one round every `FLOW_METRICS_SAMPLE_SECS`, so a scrape of `/metrics` — public by
 //! default — costs the database nothing however often it comes. Every replica reads the same
 //! database, so each reports the same truth.
 
-use std::sync::{Arc, Weak};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use sea_orm::DatabaseConnection;
@@ -11,6 +12,7 @@ use tokio::sync::OnceCell;
 use tokio::time::MissedTickBehavior;
 
 use crate::drift::DiffKind;
+use crate::tasks::maintenance::Labels;
 use crate::tasks::model::TaskStatus;
 use crate::telemetry::metrics::{self, METRICS};
 
@@ -22,6 +24,9 @@ struct Inner {
     db: DatabaseConnection,
     interval: Duration,
     started: OnceCell<()>,
+    /// The maintenance series this sampler set last round: removed when their task ends. Only
+    /// its own, so samplers of several applications in one process (tests) leave each other's.
+    maintenance: Mutex<HashSet<Labels>>,
 }
 
 impl Sampler {
@@ -30,6 +35,7 @@ impl Sampler {
             db,
             interval,
             started: OnceCell::new(),
+            maintenance: Mutex::new(HashSet::new()),
         }))
     }
 
@@ -39,7 +45,7 @@ impl Sampler {
         self.0
             .started
             .get_or_init(|| async {
-                sample(&self.0.db).await;
+                sample(&self.0).await;
                 tokio::spawn(run(Arc::downgrade(&self.0)));
             })
             .await;
@@ -60,12 +66,19 @@ async fn run(inner: Weak<Inner>) {
         let Some(inner) = inner.upgrade() else {
             return;
         };
-        sample(&inner.db).await;
+        sample(&inner).await;
     }
 }
 
 /// One round. A failed read keeps the last values (and is logged): scrapes still work.
-async fn sample(db: &DatabaseConnection) {
+async fn sample(inner: &Inner) {
+    let db = &inner.db;
+    match crate::tasks::maintenance::labels(db).await {
+        Ok(now) => mark_maintenance(inner, now.into_iter().collect()),
+        Err(e) => {
+            tracing::warn!(error = %e, "metrics: reading the components in maintenance failed")
+        }
+    }
     let active = [
         TaskStatus::Waiting,
         TaskStatus::Pending,
@@ -92,4 +105,20 @@ async fn sample(db: &DatabaseConnection) {
         }
         Err(e) => tracing::warn!(error = %e, "metrics: counting drift failed"),
     }
+}
+
+/// Sets `flow_component_in_maintenance` to 1 for each component in `now`, and removes the series
+/// of those that were in the last round but are no longer.
+fn mark_maintenance(inner: &Inner, now: HashSet<Labels>) {
+    let family = &METRICS.component_in_maintenance;
+    let Ok(mut last) = inner.maintenance.lock() else {
+        return;
+    };
+    for gone in last.difference(&now) {
+        let _ = family.remove_label_values(&gone.values());
+    }
+    for labels in &now {
+        family.with_label_values(&labels.values()).set(1);
+    }
+    *last = now;
 }

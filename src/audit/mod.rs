@@ -14,6 +14,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::db::entities::audit_log;
+use crate::domain::Role;
 use crate::error::Result;
 
 /// Who is acting and on which request, for every row recorded while it runs.
@@ -22,6 +23,9 @@ pub struct Context {
     pub actor: String,
     /// The role the action was allowed under.
     pub role: Option<String>,
+    /// Every role the caller holds: what the blast-radius cap is chosen from
+    /// (`tasks::submission::blast`). Without credentials' roles, the one above.
+    pub roles: Vec<Role>,
     pub method: String,
     pub route: String,
     pub request_id: Option<String>,
@@ -42,6 +46,7 @@ impl Context {
         Self {
             actor: actor.to_string(),
             role: role.map(String::from),
+            roles: role.and_then(Role::parse).into_iter().collect(),
             method: method.to_string(),
             route: route.to_string(),
             request_id,
@@ -53,6 +58,15 @@ impl Context {
     /// The same context, for a request from `client`.
     pub fn from_client(mut self, client: Option<String>) -> Self {
         self.client = client;
+        self
+    }
+
+    /// The same context, for a caller holding `roles` (all of them, not only the one the route
+    /// was allowed under).
+    pub fn with_roles(mut self, roles: Vec<Role>) -> Self {
+        if !roles.is_empty() {
+            self.roles = roles;
+        }
         self
     }
 
@@ -80,6 +94,12 @@ pub async fn scope<F: Future>(context: Arc<Context>, f: F) -> F::Output {
 /// The actor of the running context (`created_by` of tasks), if any.
 pub fn current_actor() -> Option<String> {
     CURRENT.try_with(|c| c.actor.clone()).ok()
+}
+
+/// The roles of the running request or schedule; `None` outside one (the system itself: a
+/// rollout's run submitting a wave it was allowed at creation, a queued task's promotion).
+pub fn current_roles() -> Option<Vec<Role>> {
+    CURRENT.try_with(|c| c.roles.clone()).ok()
 }
 
 /// The actor of the running request or schedule, for `created_by` columns; `system` outside one.

@@ -23,12 +23,12 @@ mod validate;
 
 pub use legacy::LEGACY_ENV_VARS;
 pub use managers::{Managers, ProviderKind, parse_spec};
-pub use roles::{Modes, parse_role_map};
+pub use roles::{Modes, RackLimits, parse_role_map};
 pub use secret::Secret;
 pub use settings::ENV_VARS;
 pub use tree::{
-    Audit, Auth, Components, Config, Database, Drift, Jwt, Log, Metrics, Psm, Redfish, Schedules,
-    Server, Sim, Temporal,
+    Audit, Auth, Components, Config, Database, Drift, Jwt, Limits, Log, Metrics, Psm, Redfish,
+    Schedules, Server, Sim, Temporal,
 };
 
 /// Hides the password in `scheme://user:password@host/db`, and the values of query parameters
@@ -119,6 +119,12 @@ impl Config {
         config.validate()?;
         crate::telemetry::trace::check_env(env).map_err(ConfigError)?;
         Ok(config)
+    }
+
+    /// `FLOW_LIMIT_RACKS_PER_REQUEST` as parsed (checked at load, so a bad value cannot reach
+    /// here).
+    pub fn rack_limits(&self) -> RackLimits {
+        RackLimits::parse(&self.limits.racks_per_request).unwrap_or_default()
     }
 
     /// The parsed `FLOW_AUTH`, or `None` while it is unset.

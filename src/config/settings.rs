@@ -370,6 +370,13 @@ pub const SETTINGS: &[Setting] = &[
         1,
         36_500,
     ),
+    text(
+        "FLOW_LIMIT_RACKS_PER_REQUEST",
+        "limits.racks_per_request",
+        "",
+        check::rack_limits,
+    )
+    .form(EnvForm::Trimmed),
 ];
 
 /// Every environment variable the binary reads, for docs and for the docker-compose check:

@@ -29,6 +29,7 @@ pub struct Config {
     pub auth: Auth,
     pub metrics: Metrics,
     pub audit: Audit,
+    pub limits: Limits,
 }
 
 /// The HTTP server.
@@ -252,6 +253,15 @@ pub struct Audit {
     pub retention_days: u64,
 }
 
+/// Blast-radius limits of operation requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Racks one request may touch, per role (`operator=8,admin=64`); a role left out, or
+    /// `0`, is unlimited. Parsed by [`super::RackLimits`].
+    pub racks_per_request: String,
+}
+
 /// Each section's default is its part of [`Config::default`], so a test can write
 /// `Server { max_body_bytes: 2048, ..Default::default() }`.
 macro_rules! section_defaults {
@@ -278,6 +288,7 @@ section_defaults!(
     Auth: auth,
     Metrics: metrics,
     Audit: audit,
+    Limits: limits,
 );
 
 impl Default for Jwt {

@@ -135,6 +135,13 @@ pub(super) mod check {
         }
     }
 
+    /// `role=count,…`; empty is no limit.
+    pub fn rack_limits(value: &str) -> Result<(), String> {
+        super::super::RackLimits::parse(value)
+            .map(drop)
+            .map_err(|e| format!(": {e}"))
+    }
+
     /// Empty is "unset", which `flow serve` and `flow worker` refuse later with advice.
     pub fn auth_modes(value: &str) -> Result<(), String> {
         if value.is_empty() || super::super::Modes::parse(value).is_some() {

@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 pub enum Code {
     /// A component or BMC is attached to another rack or component.
     AttachedElsewhere,
+    /// The request touches more racks than the caller's role may at once
+    /// (`FLOW_LIMIT_RACKS_PER_REQUEST`); split it, or use a rollout whose waves fit.
+    BlastRadius,
     /// The component belongs to another rack.
     ComponentElsewhere,
     /// Another request changed the record first; read it again and retry.
@@ -90,8 +93,9 @@ pub enum Code {
 
 impl Code {
     /// Every code, in wire-name order.
-    pub const ALL: [Code; 37] = [
+    pub const ALL: [Code; 38] = [
         Self::AttachedElsewhere,
+        Self::BlastRadius,
         Self::ComponentElsewhere,
         Self::ConcurrentUpdate,
         Self::Csrf,
@@ -134,6 +138,7 @@ impl Code {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::AttachedElsewhere => "attached_elsewhere",
+            Self::BlastRadius => "blast_radius",
             Self::ComponentElsewhere => "component_elsewhere",
             Self::ConcurrentUpdate => "concurrent_update",
             Self::Csrf => "csrf",

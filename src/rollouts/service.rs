@@ -98,6 +98,7 @@ impl RolloutService {
             return Err(Error::invalid("target_spec", "selects no rack"));
         }
         let waves = plan::plan(racks, &spec.strategy);
+        self.check_waves(&spec, &waves)?;
         if dry_run {
             return Ok(Created::Plan(self.preview(&spec, &waves).await?));
         }
@@ -153,6 +154,23 @@ impl RolloutService {
             return Err(engine_error(e));
         }
         Ok(Created::Rollout(Box::new(rollout)))
+    }
+
+    /// The blast-radius cap applies per wave: each wave's racks are one request's worth, so a
+    /// wave larger than the submitter's cap refuses the whole rollout (`403 blast_radius`),
+    /// before anything is stored. Its run then submits the waves it was allowed.
+    fn check_waves(&self, spec: &RolloutSpec, waves: &[Vec<RackInfo>]) -> Result<()> {
+        let canary = spec.strategy.canary > 0;
+        for (i, wave) in waves.iter().enumerate() {
+            let field = if i == 0 && canary {
+                "strategy.canary"
+            } else {
+                "strategy.batch_size"
+            };
+            self.tasks
+                .check_radius(wave.len(), &format!("wave {}", i + 1), field)?;
+        }
+        Ok(())
     }
 
     /// Every targeted live rack with what the planner orders and spreads by.

@@ -11,6 +11,7 @@ use super::store;
 use crate::error::{Code, Error, Result};
 use crate::ids::{ScheduleId, TaskId};
 use crate::tasks::TaskStatus;
+use crate::tasks::submission::blast;
 
 /// The name each fired task carries: `<schedule> — <fire time>`.
 fn task_description(schedule: &Schedule, fired_at: DateTime<Utc>) -> String {
@@ -100,6 +101,7 @@ impl ScheduleService {
     pub(super) async fn submit_run(&self, schedule: &Schedule, mut run: Run) -> Result<Run> {
         let scopes = store::scopes(&self.db, schedule.id).await?;
         let description = task_description(schedule, run.fired_at);
+        self.refuse_over_cap(&mut run);
         for result in run.results.iter_mut() {
             if result.outcome != RackOutcome::Pending {
                 continue;
@@ -162,12 +164,42 @@ impl ScheduleService {
     }
 }
 
+impl ScheduleService {
+    /// A fire whose pending racks are more than the schedule's role may touch in one request
+    /// (the scope grew, or the cap shrank, since it was created) submits none of them: each is
+    /// recorded failed with the `blast_radius` refusal.
+    fn refuse_over_cap(&self, run: &mut Run) {
+        let pending = run
+            .results
+            .iter()
+            .filter(|r| r.outcome == RackOutcome::Pending)
+            .count();
+        let radius = self.radius(pending);
+        let Err(e) = blast::check(radius, "this fire", "scope") else {
+            return;
+        };
+        let error = format!("{}: {e}", Code::BlastRadius);
+        tracing::warn!(schedule = %run.schedule_id, racks = pending, "schedule fire refused: over its blast-radius cap");
+        for result in run
+            .results
+            .iter_mut()
+            .filter(|r| r.outcome == RackOutcome::Pending)
+        {
+            result.outcome = RackOutcome::Failed {
+                error: error.clone(),
+            };
+            crate::telemetry::metrics::schedule_fired("failed");
+        }
+    }
+}
+
 /// A submission error as one line, with the fields it names.
 fn problem_text(e: &Error) -> String {
     match e {
         Error::Invalid(errors)
         | Error::Conflict { errors, .. }
         | Error::Unprocessable { errors, .. }
+        | Error::Forbidden { errors, .. }
             if !errors.is_empty() =>
         {
             errors

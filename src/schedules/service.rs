@@ -13,11 +13,12 @@ use super::timing::Timer;
 use crate::audit::{self, Change};
 use crate::clock::Clock;
 use crate::db::entities::{racks, task_schedules};
-use crate::domain::ComponentType;
 use crate::domain::operation::{RackRef, RackTarget};
+use crate::domain::{ComponentType, Role};
 use crate::error::{Code, Error, FieldError, Result, Violations};
 use crate::ids::{RackId, ScheduleId};
 use crate::tasks::TaskService;
+use crate::tasks::submission::blast::{self, Radius};
 
 /// A schedule to create.
 #[derive(Debug, Clone)]
@@ -168,6 +169,7 @@ impl ScheduleService {
             return Err(Error::Invalid(errors));
         }
         let (timer, racks) = (timer?, racks?);
+        self.check_radius(racks.len())?;
         let schedule = Schedule {
             id: ScheduleId::new(),
             name: new.name,
@@ -350,6 +352,12 @@ impl ScheduleService {
                 }
             }
         }
+        let added = touched
+            .iter()
+            .filter(|t| !existing.iter().any(|e| e.rack_id == t.rack_id))
+            .count();
+        // Refused inside the transaction: nothing of the addition is kept.
+        self.check_radius(existing.len() + added)?;
         let racks: Vec<RackId> = touched.iter().map(|s| s.rack_id).collect();
         let change =
             Change::new("schedule", id).after(Some(serde_json::json!({"scope_racks": racks})));
@@ -387,6 +395,27 @@ impl ScheduleService {
         audit::record(&txn, change, self.clock.now()).await?;
         txn.commit().await?;
         Ok(())
+    }
+}
+
+/// The role a schedule acts under when it fires (see `audit::Context::schedule`): its
+/// blast-radius cap is that role's, whoever created or triggers it.
+pub(super) const ACTS_AS: [Role; 1] = [Role::Operator];
+
+impl ScheduleService {
+    /// The radius of a fire touching `count` racks.
+    pub(super) fn radius(&self, count: usize) -> Radius {
+        self.tasks.radius_as(&ACTS_AS, count)
+    }
+
+    /// `403 blast_radius` for a scope of `count` racks: the schedule would fire over its cap
+    /// (each fire is one request's worth of racks).
+    fn check_radius(&self, count: usize) -> Result<()> {
+        blast::check(
+            self.radius(count),
+            "the schedule's scope",
+            "target_spec.racks",
+        )
     }
 }
 

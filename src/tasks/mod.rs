@@ -10,6 +10,7 @@
 pub mod engine;
 pub mod lifecycle;
 mod list;
+pub mod maintenance;
 pub mod model;
 pub mod report;
 mod service;

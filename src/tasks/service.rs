@@ -9,6 +9,7 @@ use sea_orm::DatabaseConnection;
 use super::engine::{WorkflowEngine, engine_error};
 use crate::clock::Clock;
 use crate::components::registry::Registry;
+use crate::config::RackLimits;
 use crate::error::Result;
 
 /// Submits tasks and owns every change to them (see `submission` and `lifecycle`).
@@ -19,6 +20,8 @@ pub struct TaskService {
     /// The component managers plans are checked against before a task is created; `None` in
     /// a process configured with none (it cannot know what the workers offer).
     pub(in crate::tasks) managers: Option<Arc<Registry>>,
+    /// `FLOW_LIMIT_RACKS_PER_REQUEST`: racks per request by role (see `submission::blast`).
+    pub(in crate::tasks) limits: RackLimits,
 }
 
 impl std::fmt::Debug for TaskService {
@@ -38,7 +41,14 @@ impl TaskService {
             engine,
             clock,
             managers: None,
+            limits: RackLimits::default(),
         }
+    }
+
+    /// Caps the racks one request may touch, by the caller's role.
+    pub fn with_rack_limits(mut self, limits: RackLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Checks plans against these managers before creating tasks (skipped when there are none).

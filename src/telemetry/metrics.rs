@@ -1,6 +1,9 @@
 //! Prometheus metrics: one process-wide registry, the metric families Flow exports, and the
 //! small recording functions the rest of the code calls. Labels are closed sets (route
-//! templates, operation and status names, manager and action names): never ids.
+//! templates, operation and status names, manager and action names): never ids. The one
+//! exception is `flow_component_in_maintenance`, whose series name the components under a
+//! running task (few at a time, each gone when its task ends) so alerts on them can be
+//! inhibited.
 //!
 //! Every series whose labels are known is created at zero with its family ([`known`]).
 //!
@@ -48,7 +51,13 @@ pub const NAMES: &[&str] = &[
     "flow_auth_failures_total",
     "flow_event_streams_open",
     "flow_event_watch_queries_total",
+    "flow_component_in_maintenance",
 ];
+
+/// The families whose series exist only while what they count is so (a component under a
+/// running task): a fresh process serves none of their series, so `/metrics` lists them only
+/// once they have one.
+pub const ON_DEMAND: &[&str] = &["flow_component_in_maintenance"];
 
 /// Every metric family Flow exports.
 pub struct Metrics {
@@ -68,6 +77,7 @@ pub struct Metrics {
     pub auth_failures: IntCounterVec,
     pub event_streams_open: prometheus::IntGauge,
     pub event_watch_queries: prometheus::IntCounter,
+    pub component_in_maintenance: IntGaugeVec,
 }
 
 /// The process-wide metrics. Registration of fixed, valid names cannot fail; a failure would be
@@ -227,6 +237,13 @@ impl Metrics {
                     .unwrap_or_else(|e| panic!("flow_event_watch_queries_total: {e}"));
                 metric
             },
+            component_in_maintenance: gauge(
+                &r,
+                "flow_component_in_maintenance",
+                "1 for each component a running task operates on (planned work, for alert \
+                 inhibition), by rack, component name, type and serial; gone when the task ends",
+                &["rack", "component", "type", "serial"],
+            ),
             registry: r,
         }
     }

@@ -18,7 +18,9 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> UiResult {
     let id = uuid_param("id", &id)?;
-    let c = ComponentDoc::from(crate::inventory::components::find(state.db(), id.into()).await?);
+    let mut c =
+        ComponentDoc::from(crate::inventory::components::find(state.db(), id.into()).await?);
+    crate::api::maintenance::mark_components(state.db(), &mut [&mut c]).await?;
     let rack = match c.rack_id {
         Some(r) => Some(crate::inventory::racks::get(state.db(), r.into(), false).await?),
         None => None,
@@ -47,7 +49,11 @@ pub async fn show(
             dt { "Serial number" } dd.mono { (c.serial_number) }
             dt { "Firmware (expected)" } dd.mono { (c.firmware_version.as_deref().unwrap_or("—")) }
             dt { "Firmware (observed)" } dd.mono { (c.observed_firmware_version.as_deref().unwrap_or("—")) }
-            dt { "Power" } dd { (badge(&power)) }
+            dt { "Power" } dd { (badge(&power))
+                @if let Some(task) = c.maintenance_task_id {
+                    " " span.badge.b-warn data-maintenance="true" { "in maintenance" } " "
+                    a href=(format!("/ui/tasks/{task}")) { "task" }
+                } }
             dt { "Last seen" } dd { (time(c.last_seen_at)) }
             dt { "BMCs" } dd.mono { @for b in &c.bmcs {
                 (code(&b.kind)) " " (b.mac_address) " " (b.ip_address.as_deref().unwrap_or("")) br;

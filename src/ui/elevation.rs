@@ -26,13 +26,13 @@ const PAD: u32 = 6;
 pub struct Marks {
     pub drift: HashSet<Uuid>,
     pub busy: HashSet<Uuid>,
-    /// Hook for a maintenance state: no such record exists yet, so nothing lands here today;
-    /// a tray in it is drawn hatched.
+    /// Under a running task: planned work (`in_maintenance` in the API); drawn hatched.
     pub maintenance: HashSet<Uuid>,
 }
 
 impl Marks {
-    /// The marks of one rack: its drift records and the components of its active tasks.
+    /// The marks of one rack: its drift records, the components of its active tasks, and
+    /// those of its running tasks (in maintenance).
     pub async fn of_rack(state: &AppState, rack: Uuid, drift: &[DriftDoc]) -> ApiResult<Self> {
         let q = ListTasksQuery {
             rack_id: Some(rack),
@@ -50,7 +50,12 @@ impl Marks {
                 .iter()
                 .flat_map(|t| t.component_ids.iter().copied())
                 .collect(),
-            maintenance: HashSet::new(),
+            maintenance: active
+                .items
+                .iter()
+                .filter(|t| t.status == crate::api::schema::task::TaskStatusDoc::Running)
+                .flat_map(|t| t.component_ids.iter().copied())
+                .collect(),
         })
     }
 }
@@ -153,7 +158,8 @@ pub fn legend() -> Markup {
             span.swatch.off {} " off · "
             span.swatch.unknown {} " unknown · "
             span.swatch.drift {} " drift · "
-            span.swatch.busy {} " task running"
+            span.swatch.busy {} " task active · "
+            span.swatch.maintenance {} " in maintenance (a task runs on it)"
         }
     }
 }

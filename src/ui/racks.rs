@@ -178,7 +178,9 @@ pub async fn show(
 ) -> UiResult {
     let id = uuid_param("id", &id)?;
     let rack = crate::inventory::racks::get(state.db(), id.into(), true).await?;
-    let rack = RackDoc::from(rack);
+    let mut rack = [RackDoc::from(rack)];
+    crate::api::maintenance::mark_racks(state.db(), &mut rack).await?;
+    let [rack] = rack;
     let drift_q = ListDriftQuery {
         rack: Some(id.to_string()),
         kind: None,
@@ -215,7 +217,11 @@ pub async fn show(
                 dt { "Serial number" } dd.mono { (rack.serial_number) }
                 dt { "Model" } dd { (rack.model.as_deref().unwrap_or("—")) }
                 dt { "Location" } dd { (location(&rack)) }
-                dt { "Power" } dd { (badge(power_summary(&components))) }
+                dt { "Power" } dd { (badge(power_summary(&components)))
+                    @for task in &rack.maintenance_task_ids {
+                        " " span.badge.b-warn data-maintenance="true" { "in maintenance" } " "
+                        a href=(format!("/ui/tasks/{task}")) { "task" }
+                    } }
                 dt { "NVLink domain" } dd { @if let Some(d) = &domain {
                     a href=(format!("/ui/nvl-domains/{}", d.id)) { (d.name) } } @else { "—" } }
                 dt { "Revision" } dd { (rack.revision) }
@@ -306,7 +312,8 @@ fn component_table<'a>(
                             (_, None) => "—",
                         }
                     }
-                    td data-label="Power" { (badge(&c.power_state.as_ref().map(code).unwrap_or_else(|| "unknown".into()))) }
+                    td data-label="Power" { (badge(&c.power_state.as_ref().map(code).unwrap_or_else(|| "unknown".into())))
+                        @if c.in_maintenance { " " span.badge.b-warn data-maintenance="true" { "in maintenance" } } }
                     td data-label="Drift" { @if diffs > 0 { (badge("mismatch")) } @else { span.muted { "none" } } }
                 }
             } }

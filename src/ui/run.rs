@@ -219,12 +219,23 @@ pub async fn preview(
         .map(Into::into)
         .collect();
     form.key = uuid::Uuid::new_v4().to_string();
-    let runnable = plans
-        .iter()
-        .any(|p| p.reason.is_none() || p.outcome == "queue");
+    // The blast-radius cap, as the submission will apply it: over it, nothing can be confirmed.
+    let radius = state.tasks().radius(plans.len());
+    let runnable = radius.within()
+        && plans
+            .iter()
+            .any(|p| p.reason.is_none() || p.outcome == "queue");
     let body = html! {
         h1 { "Plan: " (form.operation) }
         p.muted { "A dry run: nothing has been started yet." }
+        @if let (false, Some(cap)) = (radius.within(), radius.cap) {
+            div.error role="alert" data-code="blast_radius" {
+                strong { "Too many racks at once: " }
+                (radius.count) " racks, but one request of role " (radius.role) " may touch at most "
+                (cap) ". Select fewer racks, or use a " a href="/ui/rollouts" { "rollout" }
+                " whose waves stay within " (cap) "."
+            }
+        }
         @for p in &plans { (plan_card(p)) }
         form method="post" action="/ui/run" {
             (fields(&form, &csrf, false))

@@ -105,7 +105,8 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             &route,
             request_id,
         )
-        .from_client(client),
+        .from_client(client)
+        .with_roles(identity.roles.clone()),
     );
     let mut on_panic = AuditOnPanic {
         state: audited.then(|| state.clone()),

@@ -139,6 +139,11 @@ pub struct ComponentDoc {
     pub revision: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Whether a running task operates on the component now: planned work, for which alerts
+    /// may be inhibited (`flow_component_in_maintenance`). Read-only; ends with the task.
+    pub in_maintenance: bool,
+    /// The running task, while `in_maintenance`.
+    pub maintenance_task_id: Option<Uuid>,
 }
 
 impl From<Component> for ComponentDoc {
@@ -162,6 +167,8 @@ impl From<Component> for ComponentDoc {
             revision: c.revision,
             created_at: c.created_at,
             updated_at: c.updated_at,
+            in_maintenance: false,
+            maintenance_task_id: None,
         }
     }
 }

@@ -141,6 +141,11 @@ pub struct RackDoc {
     /// Drift the last sync recorded for the rack's components, by kind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftSummaryDoc>,
+    /// Whether a task runs on the rack now, its components under planned work (each listed
+    /// component says whether it is one of them). Read-only.
+    pub in_maintenance: bool,
+    /// The tasks running on the rack, oldest first.
+    pub maintenance_task_ids: Vec<Uuid>,
 }
 
 impl From<Rack> for RackDoc {
@@ -161,6 +166,8 @@ impl From<Rack> for RackDoc {
                 .components
                 .map(|cs| cs.into_iter().map(Into::into).collect()),
             drift: None,
+            in_maintenance: false,
+            maintenance_task_ids: Vec::new(),
         }
     }
 }

@@ -350,4 +350,32 @@ impl From<RackPreview> for RackPlanDoc {
 pub struct DryRunDoc {
     pub dry_run: bool,
     pub racks: Vec<RackPlanDoc>,
+    /// The caller's blast-radius cap against the racks this request touches; a submission
+    /// with `within: false` is refused `403 blast_radius`.
+    pub blast_radius: BlastRadiusDoc,
+}
+
+/// A request's racks against the caller's cap (`FLOW_LIMIT_RACKS_PER_REQUEST`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({"role": "operator", "cap": 8, "count": 12, "within": false}))]
+pub struct BlastRadiusDoc {
+    /// The role whose cap applies: the most generous of the caller's roles that run operations.
+    pub role: String,
+    /// Racks one request may touch; `null` = unlimited.
+    pub cap: Option<u32>,
+    /// Racks this request touches.
+    pub count: usize,
+    /// Whether `count` is within `cap`.
+    pub within: bool,
+}
+
+impl From<crate::tasks::submission::blast::Radius> for BlastRadiusDoc {
+    fn from(r: crate::tasks::submission::blast::Radius) -> Self {
+        Self {
+            role: r.role.as_str().to_string(),
+            cap: r.cap,
+            count: r.count,
+            within: r.within(),
+        }
+    }
 }

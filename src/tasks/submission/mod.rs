@@ -8,6 +8,7 @@
 //! is promoted (see `planner`).
 
 mod admission;
+pub mod blast;
 mod capability;
 mod idempotency;
 pub mod planner;
@@ -97,6 +98,7 @@ impl TaskService {
         request_id: OperationRequestId,
     ) -> Result<Submission> {
         let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
+        self.check_radius(work.len(), "this request", "target_spec")?;
         // Refuse before writing anything when the engine is known to be down: a task that
         // cannot start must never be created (and answered 202). Bad targets still hear 4xx.
         if !self.engine.available() {
@@ -200,6 +202,23 @@ impl TaskService {
             rack_name: rack.rack_name.clone(),
             plan,
         }))
+    }
+
+    /// The blast radius of a request touching `count` racks, for the running caller.
+    pub fn radius(&self, count: usize) -> blast::Radius {
+        blast::current(&self.limits, count)
+    }
+
+    /// The blast radius of `count` racks for a caller holding `roles` (a schedule acting as
+    /// `operator`), whoever runs now.
+    pub fn radius_as(&self, roles: &[crate::domain::Role], count: usize) -> blast::Radius {
+        blast::radius(&self.limits, Some(roles), count)
+    }
+
+    /// `403 blast_radius` when `count` racks are more than the running caller may touch at once:
+    /// `what` is what was counted, `field` the input at fault.
+    pub fn check_radius(&self, count: usize, what: &str, field: &str) -> Result<()> {
+        blast::check(self.radius(count), what, field)
     }
 
     /// What submitting `spec` would do on each rack, without doing it.

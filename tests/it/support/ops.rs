@@ -45,6 +45,7 @@ pub struct OpsBuilder {
     unmanaged: Vec<ComponentType>,
     managers: Vec<(ComponentType, flow::components::ManagerSet)>,
     temporal: Option<flow::config::Temporal>,
+    config: Config,
 }
 
 impl OpsBuilder {
@@ -56,7 +57,14 @@ impl OpsBuilder {
             unmanaged: Vec::new(),
             managers: Vec::new(),
             temporal: None,
+            config: Config::default(),
         }
+    }
+
+    /// Changes the application's configuration (a short sampling interval, a cap).
+    pub fn config(mut self, change: impl FnOnce(&mut Config)) -> Self {
+        change(&mut self.config);
+        self
     }
 
     /// Reaches Temporal with these settings (TLS, an API key) instead of the plain dev server.
@@ -145,7 +153,7 @@ impl OpsBuilder {
             registry = registry.with(kind, set);
         }
         let registry = Arc::new(registry);
-        let built = App::builder(db.db.clone(), Config::default())
+        let built = App::builder(db.db.clone(), self.config)
             .engines(engine)
             .registry(registry.clone())
             .build();
