@@ -16,6 +16,7 @@ mod components;
 mod dev;
 mod durability;
 mod faults;
+mod firmware_recipes;
 mod migrations;
 mod observability;
 mod operations;

@@ -287,6 +287,9 @@ pub struct RackPlanDoc {
     /// Upper bound of the whole run, and the workflow timeout derived from it.
     pub max_duration_seconds: f64,
     pub workflow_timeout_seconds: f64,
+    /// A firmware upgrade's procedure per component, and whether the rack is AC-cycled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<super::recipe_plan::FirmwarePlanDoc>,
 }
 
 impl From<RackPreview> for RackPlanDoc {
@@ -350,6 +353,7 @@ impl From<RackPreview> for RackPlanDoc {
             stages,
             max_duration_seconds: max,
             workflow_timeout_seconds: timeout,
+            firmware: p.firmware.map(Into::into),
         }
     }
 }
