@@ -135,7 +135,8 @@ async fn a_bundle_is_pushed_multipart_followed_to_its_task_and_proven_by_expect(
     ));
     let err = bad_sum.redfish_setup().manager().err().unwrap();
     assert!(
-        err.contains("entry 1 (type compute, version 25.06-4)") && err.contains("checksum mismatch"),
+        err.contains("entry 1 (type compute, version 25.06-4)")
+            && err.contains("checksum mismatch"),
         "{err}"
     );
     let err = fw.start_update(&d, &request("by-uri")).await.unwrap_err();
@@ -241,7 +242,10 @@ fn recipe(dir: &TempDir, fail: bool) -> std::path::PathBuf {
     let bmc = dir.write("bmc.fwpkg", r#"{"install": {"FW_BMC_0": "25.06-2"}}"#);
     let cpld = dir.write("cpld.fwpkg", r#"{"install": {"FW_CPLD_0": "0.1C"}}"#);
     let bios = if fail {
-        dir.write("bios.fwpkg", r#"{"fail": "BIOS image rejected by the ERoT."}"#)
+        dir.write(
+            "bios.fwpkg",
+            r#"{"fail": "BIOS image rejected by the ERoT."}"#,
+        )
     } else {
         dir.write("bios.fwpkg", r#"{"install": {"FW_BMC_0": "25.06-2"}}"#)
     };
@@ -275,7 +279,11 @@ async fn a_recipe_pushes_its_bundles_in_order_and_a_failing_one_carries_the_bmcs
     for i in 0..3 {
         fw.start_bundle(&d, &request("gb200-r1"), i).await.unwrap();
         let seen = follow(fw.as_ref(), &d).await;
-        assert_eq!(seen.last().unwrap().state, FirmwareState::Completed, "bundle {i}: {seen:?}");
+        assert_eq!(
+            seen.last().unwrap().state,
+            FirmwareState::Completed,
+            "bundle {i}: {seen:?}"
+        );
     }
     {
         let b = at.bmc.lock().unwrap();
@@ -285,14 +293,20 @@ async fn a_recipe_pushes_its_bundles_in_order_and_a_failing_one_carries_the_bmcs
             .iter()
             .map(|p| String::from_utf8_lossy(&p.file).into_owned())
             .collect();
-        assert!(files[0].contains("FW_BMC_0") && files[1].contains("FW_CPLD_0"), "{files:?}");
+        assert!(
+            files[0].contains("FW_BMC_0") && files[1].contains("FW_CPLD_0"),
+            "{files:?}"
+        );
     }
     let parts = fw
         .part_versions(&d, &["FW_BMC_0".to_string(), "FW_CPLD_0".to_string()])
         .await
         .unwrap();
     assert_eq!(parts["FW_BMC_0"].as_deref(), Some("25.06-2"));
-    assert!(fw.start_bundle(&d, &request("gb200-r1"), 3).await.is_err(), "no bundle 3");
+    assert!(
+        fw.start_bundle(&d, &request("gb200-r1"), 3).await.is_err(),
+        "no bundle 3"
+    );
 
     let port = free_port();
     let at = bmc(GB200, port, |_| {}).await;
