@@ -142,7 +142,7 @@ async fn an_upgrade_runs_each_trays_recipe_then_ac_cycles_the_rack_once_and_veri
     );
     let events = ops.sim.events();
     let at = |pred: &dyn Fn(&flow::components::providers::SimEvent) -> bool| {
-        events.iter().position(|e| pred(e))
+        events.iter().position(pred)
     };
     use flow::domain::ComponentType::{Compute, NvSwitch, PowerShelf};
     let last_tray_push = events
