@@ -190,6 +190,15 @@ fn config_check() -> i32 {
             telemetry::trace::check_exporter(&std::env::vars().collect())
                 .map(|()| config)
                 .map_err(|e| format!("configuration: {e}"))
+        })
+        .and_then(|config| {
+            // The firmware catalog is read and checked as the service would at start-up.
+            match &config.redfish.firmware_catalog {
+                Some(path) => flow::components::providers::redfish::Catalog::load(path)
+                    .map(|_| config)
+                    .map_err(|e| format!("configuration: {e}")),
+                None => Ok(config),
+            }
         });
     match checked {
         Ok(config) => {

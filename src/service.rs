@@ -51,14 +51,11 @@ pub async fn run(
         db::migrate(&conn).await?;
     }
     // Built in every role: the API validates against the managers too. Nothing connects yet.
+    let sim = sim_from_config(&config.sim, config.redfish.firmware_catalog.as_deref())
+        .map_err(|e| Error::invalid("FLOW_FIRMWARE_CATALOG", e))?;
     let registry = Arc::new(
-        Registry::from_config(
-            &config.components,
-            &config.redfish,
-            &config.psm,
-            sim_from_config(&config.sim),
-        )
-        .map_err(|e| Error::invalid("FLOW_COMPONENT_MANAGERS", e))?,
+        Registry::from_config(&config.components, &config.redfish, &config.psm, sim)
+            .map_err(|e| Error::invalid("FLOW_COMPONENT_MANAGERS", e))?,
     );
     watch_sighup(registry.clone());
     let holder = format!("{}-{}", hostname(), std::process::id());

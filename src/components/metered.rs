@@ -2,6 +2,7 @@
 //! wraps each capability of every manager set it holds (sim, psm, or any provider added later),
 //! so a provider needs no instrumentation of its own.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,7 +11,7 @@ use tracing::Instrument;
 
 use super::{
     Device, DeviceError, DevicePower, FirmwareControl, FirmwareRequest, FirmwareStatus, Inventory,
-    InventoryReport, ManagerSet, PowerControl, PowerOp, PowerStatus, Registration,
+    InventoryReport, ManagerSet, PowerControl, PowerOp, PowerStatus, RecipeView, Registration,
 };
 use crate::domain::ComponentType;
 use crate::telemetry::metrics;
@@ -132,6 +133,32 @@ impl FirmwareControl for Metered<dyn FirmwareControl> {
 
     fn resume_update(&self, device: &Device, handle: &str) -> bool {
         self.inner.resume_update(device, handle)
+    }
+
+    fn recipe(&self, device: &Device, request: &FirmwareRequest) -> Option<RecipeView> {
+        self.inner.recipe(device, request)
+    }
+
+    async fn start_bundle(
+        &self,
+        device: &Device,
+        request: &FirmwareRequest,
+        index: u32,
+    ) -> Result<(), DeviceError> {
+        self.call(
+            "start_update",
+            self.inner.start_bundle(device, request, index),
+        )
+        .await
+    }
+
+    async fn part_versions(
+        &self,
+        device: &Device,
+        parts: &[String],
+    ) -> Result<BTreeMap<String, Option<String>>, DeviceError> {
+        self.call("part_versions", self.inner.part_versions(device, parts))
+            .await
     }
 }
 

@@ -9,8 +9,10 @@
 
 pub mod metered;
 pub mod providers;
+pub mod recipe;
 pub mod registry;
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use async_trait::async_trait;
@@ -19,6 +21,7 @@ use uuid::Uuid;
 
 use crate::domain::ComponentType;
 pub use crate::domain::device::{Device, DevicePower, FirmwareRequest, PowerOp};
+pub use recipe::{Activation, BundleView, RecipeView};
 
 /// Progress of a firmware update on one device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,6 +102,42 @@ pub trait FirmwareControl: Send + Sync {
     /// names instead of starting one; `false` when the handle means nothing here.
     fn resume_update(&self, _device: &Device, _handle: &str) -> bool {
         false
+    }
+
+    /// The recipe `request` installs on `device`, when this manager's catalog has one; `None`
+    /// when the manager installs versions whole (one update, no bundles).
+    fn recipe(&self, _device: &Device, _request: &FirmwareRequest) -> Option<RecipeView> {
+        None
+    }
+
+    /// Starts bundle `index` (from 0) of the recipe; a manager without recipes knows only the
+    /// whole update, bundle 0.
+    async fn start_bundle(
+        &self,
+        device: &Device,
+        request: &FirmwareRequest,
+        index: u32,
+    ) -> Result<(), DeviceError> {
+        if index == 0 {
+            return self.start_update(device, request).await;
+        }
+        Err(DeviceError::Unsupported(format!(
+            "{} {}: its manager has no firmware recipes, so no bundle {index}",
+            device.kind, device.name
+        )))
+    }
+
+    /// The versions the named parts (FirmwareInventory members) run now; `None` for a part the
+    /// device does not list.
+    async fn part_versions(
+        &self,
+        device: &Device,
+        _parts: &[String],
+    ) -> Result<BTreeMap<String, Option<String>>, DeviceError> {
+        Err(DeviceError::Unsupported(format!(
+            "{} {}: its manager cannot read part versions",
+            device.kind, device.name
+        )))
     }
 }
 

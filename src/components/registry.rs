@@ -170,8 +170,17 @@ impl Registry {
 
 /// The simulator the `FLOW_SIM_*` settings describe, to share between the registry and whatever
 /// inspects it.
-pub fn sim_from_config(config: &config::Sim) -> Arc<SimDevices> {
-    Arc::new(SimDevices::new(SimConfig::from_config(config)))
+/// The simulator the `FLOW_SIM_*` settings describe, installing the recipes of
+/// `FLOW_FIRMWARE_CATALOG` when one is given; a bad catalog is an error naming its entry.
+pub fn sim_from_config(
+    config: &config::Sim,
+    catalog: Option<&std::path::Path>,
+) -> Result<Arc<SimDevices>, String> {
+    let mut sim = SimConfig::from_config(config);
+    if let Some(path) = catalog {
+        sim.catalog = super::providers::redfish::Catalog::load(path)?;
+    }
+    Ok(Arc::new(SimDevices::new(sim)))
 }
 
 /// Every capability, served by the simulator.

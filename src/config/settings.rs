@@ -263,6 +263,13 @@ pub const SETTINGS: &[Setting] = &[
     list("FLOW_SIM_SLOW_SERIALS", "sim.slow_serials"),
     int("FLOW_SIM_SLOW_MS", "sim.slow", 2000, 0, 600_000),
     Setting::new(
+        "FLOW_SIM_FAIL_BUNDLE",
+        "sim.fail_bundle",
+        Kind::Optional {
+            check: Some(check::bundle_index),
+        },
+    ),
+    Setting::new(
         "FLOW_SIM_FAILURE_RATE",
         "sim.failure_rate",
         Kind::Float {

@@ -159,6 +159,8 @@ pub struct Sim {
     pub slow: Duration,
     /// Share of calls (0..=1) that fail as unreachable, chosen reproducibly.
     pub failure_rate: f64,
+    /// The firmware recipe bundle (index from 0) whose install fails on every device.
+    pub fail_bundle: Option<String>,
 }
 
 /// The drift sync.

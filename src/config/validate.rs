@@ -98,6 +98,15 @@ pub(super) mod check {
         }
     }
 
+    /// A firmware recipe's bundle index: a whole number from 0.
+    pub fn bundle_index(value: &str) -> Result<(), String> {
+        value
+            .trim()
+            .parse::<u32>()
+            .map(|_| ())
+            .map_err(|_| "must be a bundle index: a whole number from 0".into())
+    }
+
     pub fn not_blank(value: &str) -> Result<(), String> {
         if value.trim().is_empty() {
             Err("must not be empty".into())

@@ -27,6 +27,10 @@ pub struct Stage {
     pub on_failure: OnFailure,
     /// Pause after the stage, before the next one.
     pub delay_after_ms: u64,
+    /// Runs only under this condition (`ac_cycle`: a tray staged an image for the rack's AC
+    /// cycle); always when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<crate::rules::model::StageWhen>,
 }
 
 impl Stage {
@@ -128,6 +132,7 @@ pub fn build(rule: &Rule, source: RuleSource, operation: &Operation, devices: &[
             retry: stage.retry,
             on_failure: stage.on_failure,
             delay_after_ms: stage.delay_after.as_millis() as u64,
+            when: stage.when,
         });
     }
     let firmware = match operation {

@@ -116,8 +116,12 @@ pub enum Action {
         #[serde(with = "duration::text")]
         duration: Duration,
     },
-    /// Starts a firmware update to the task's version for the component's type.
-    FirmwareStart,
+    /// Starts a firmware update to the task's version for the component's type: with
+    /// `bundle`, only that bundle (from 0) of the version's recipe.
+    FirmwareStart {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bundle: Option<u32>,
+    },
     /// Polls the update started earlier in the stage until it completes, fails or runs out of time.
     FirmwareWait {
         #[serde(with = "duration::text")]
@@ -127,10 +131,38 @@ pub enum Action {
     },
     /// Registers the component with its manager (injects the expectation).
     Register,
+    /// Makes a pushed bundle live the way the recipe declares for it: `bmc_reset` restarts the
+    /// BMC and waits for it to answer again, `power_cycle` cycles the tray and waits for it to
+    /// report on; `ac_cycle` is left to the rack's AC-cycle stages. Without `bundle`, the
+    /// strongest tray activation any bundle of the recipe needs.
+    FirmwareActivate {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bundle: Option<u32>,
+        #[serde(with = "duration::text")]
+        timeout: Duration,
+        #[serde(with = "duration::text")]
+        poll_interval: Duration,
+    },
+    /// Polls until every part the recipe names runs the version it expects.
+    FirmwareVerify {
+        #[serde(with = "duration::text")]
+        timeout: Duration,
+        #[serde(with = "duration::text")]
+        poll_interval: Duration,
+    },
+    /// The whole recipe on one tray, in at most `timeout`: each bundle in order pushed,
+    /// followed to its end and activated, then the parts verified; images that need an AC
+    /// cycle stay staged and are verified after the rack's AC cycle.
+    FirmwareRecipe {
+        #[serde(with = "duration::text")]
+        timeout: Duration,
+        #[serde(with = "duration::text")]
+        poll_interval: Duration,
+    },
 }
 
 impl Action {
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 10] = [
         "power_control",
         "verify_power",
         "verify_reachable",
@@ -138,6 +170,9 @@ impl Action {
         "firmware_start",
         "firmware_wait",
         "register",
+        "firmware_activate",
+        "firmware_verify",
+        "firmware_recipe",
     ];
 
     /// Short name for reports: `power_on`, `verify_power_off`, `sleep`, `firmware_start`, ...
@@ -153,9 +188,16 @@ impl Action {
             },
             Self::VerifyReachable { .. } => "verify_reachable".into(),
             Self::Sleep { .. } => "sleep".into(),
-            Self::FirmwareStart => "firmware_start".into(),
+            Self::FirmwareStart { bundle: None } => "firmware_start".into(),
+            Self::FirmwareStart { bundle: Some(i) } => format!("firmware_start_bundle_{i}"),
             Self::FirmwareWait { .. } => "firmware_wait".into(),
             Self::Register => "register".into(),
+            Self::FirmwareActivate { bundle: None, .. } => "firmware_activate".into(),
+            Self::FirmwareActivate {
+                bundle: Some(i), ..
+            } => format!("firmware_activate_bundle_{i}"),
+            Self::FirmwareVerify { .. } => "firmware_verify".into(),
+            Self::FirmwareRecipe { .. } => "firmware_recipe".into(),
         }
     }
 
@@ -165,7 +207,10 @@ impl Action {
         match self {
             Self::VerifyPower { timeout, .. }
             | Self::VerifyReachable { timeout, .. }
-            | Self::FirmwareWait { timeout, .. } => *timeout,
+            | Self::FirmwareWait { timeout, .. }
+            | Self::FirmwareActivate { timeout, .. }
+            | Self::FirmwareVerify { timeout, .. }
+            | Self::FirmwareRecipe { timeout, .. } => *timeout,
             Self::Sleep { duration } => *duration,
             _ => Duration::ZERO,
         }
@@ -175,7 +220,11 @@ impl Action {
     pub fn acts(&self) -> bool {
         matches!(
             self,
-            Self::PowerControl { .. } | Self::FirmwareStart | Self::Register
+            Self::PowerControl { .. }
+                | Self::FirmwareStart { .. }
+                | Self::FirmwareActivate { .. }
+                | Self::FirmwareRecipe { .. }
+                | Self::Register
         )
     }
 }
@@ -225,6 +274,15 @@ pub enum OnFailure {
     Continue,
 }
 
+/// When a stage runs at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageWhen {
+    /// Only when a tray of the rack staged an image that needs the rack's AC cycle (a
+    /// firmware recipe bundle with `activate = "ac_cycle"`); skipped otherwise.
+    AcCycle,
+}
+
 /// One stage: the components of its types, each taken through the actions in order, at most
 /// `max_parallel` components at once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -243,6 +301,9 @@ pub struct StageRule {
     /// Pause after the stage ends, before the next one starts (e.g. to let power drain).
     #[serde(with = "duration::text", default)]
     pub delay_after: Duration,
+    /// Runs only under this condition (`ac_cycle`); always when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<StageWhen>,
 }
 
 /// A rule's plan: stages in the order they run.

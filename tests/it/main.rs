@@ -17,6 +17,7 @@ mod components;
 mod dev;
 mod durability;
 mod faults;
+mod firmware_recipes;
 mod maintenance;
 mod migrations;
 mod observability;

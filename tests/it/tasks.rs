@@ -278,10 +278,12 @@ async fn firmware_upgrade_and_ingest_reach_power_shelves_through_psm(ops: Ops) {
     assert_eq!(fw.status, 202, "{}", fw.text);
     let task = ops.wait_end(fw.body["task_ids"][0].as_str().unwrap()).await;
     assert_eq!(task["status"], "succeeded", "{task}");
+    // The AC-cycle stages are planned but skipped: no recipe bundle needs one.
     let kinds: Vec<&str> = task["stages"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|s| !s["name"].as_str().unwrap().starts_with("AC cycle"))
         .map(|s| s["component_types"][0].as_str().unwrap())
         .collect();
     assert_eq!(kinds, vec!["compute", "powershelf"]);

@@ -7,6 +7,7 @@ pub mod drift;
 pub mod nvl;
 pub mod operation;
 pub mod rack;
+pub mod recipe_plan;
 pub mod rollout;
 pub mod rollout_view;
 pub mod rule;

@@ -16,8 +16,12 @@ use crate::tasks::submission::RackPreview;
 /// `power_control` (`operation`: power_on, force_power_on, power_off, force_power_off, restart,
 /// force_restart, warm_reset, cold_reset; optional in power_on/power_off/force_power_off rules),
 /// `verify_power` (`expect` on|off, `timeout`, `poll_interval`), `verify_reachable` (`timeout`,
-/// `poll_interval`), `sleep` (`duration`), `firmware_start`, `firmware_wait` (`timeout`,
-/// `poll_interval`; after a `firmware_start`), `register`.
+/// `poll_interval`), `sleep` (`duration`), `firmware_start` (optional `bundle`: one bundle of
+/// the version's recipe), `firmware_wait` (`timeout`, `poll_interval`; after a
+/// `firmware_start`), `firmware_activate` (optional `bundle`, `timeout`, `poll_interval`: the
+/// bundle's declared activation, `bmc_reset` or `power_cycle`), `firmware_verify` (`timeout`,
+/// `poll_interval`: every part of the recipe at its expected version), `firmware_recipe`
+/// (`timeout`, `poll_interval`: the whole recipe on the tray), `register`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[schema(example = json!({"action": "verify_power", "expect": "on", "timeout": "5m", "poll_interval": "10s"}))]
 pub struct RuleActionDoc {
@@ -28,6 +32,8 @@ pub struct RuleActionDoc {
     pub timeout: Option<String>,
     pub poll_interval: Option<String>,
     pub duration: Option<String>,
+    /// `firmware_start` / `firmware_activate`: the recipe bundle (index from 0) it acts on.
+    pub bundle: Option<u32>,
 }
 
 /// Retry policy of one component's pass through a stage; only transient errors are retried.
@@ -62,6 +68,9 @@ pub struct RuleStageDoc {
     pub on_failure: Option<String>,
     /// Pause after the stage (durable), e.g. `30s` for power to drain.
     pub delay_after: Option<String>,
+    /// `ac_cycle`: the stage runs only when a tray staged a firmware image that needs the
+    /// rack's AC cycle (a recipe bundle with `activate = "ac_cycle"`); skipped otherwise.
+    pub when: Option<String>,
 }
 
 /// A rule as sent to create or replace one (JSON or YAML).
@@ -278,6 +287,9 @@ pub struct RackPlanDoc {
     /// Upper bound of the whole run, and the workflow timeout derived from it.
     pub max_duration_seconds: f64,
     pub workflow_timeout_seconds: f64,
+    /// A firmware upgrade's procedure per component, and whether the rack is AC-cycled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<super::recipe_plan::FirmwarePlanDoc>,
 }
 
 impl From<RackPreview> for RackPlanDoc {
@@ -341,6 +353,7 @@ impl From<RackPreview> for RackPlanDoc {
             stages,
             max_duration_seconds: max,
             workflow_timeout_seconds: timeout,
+            firmware: p.firmware.map(Into::into),
         }
     }
 }

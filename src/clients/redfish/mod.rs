@@ -26,7 +26,7 @@ use crate::domain::ManagementNetworks;
 pub use credentials::{BmcOptions, Credentials, Login, normal_mac};
 pub use error::{RedfishError, bmc_message};
 use error::{chain, retry_after};
-pub use push::{Upload, sha256_file};
+pub use push::{Upload, sha256_file, sha256_file_now};
 pub use tls::{CertCheck, fingerprint};
 
 /// The most a BMC answer may weigh; anything larger is refused rather than buffered.

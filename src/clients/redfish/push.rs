@@ -118,24 +118,27 @@ impl Upload {
 
 /// The SHA-256 of a file, hex, read in chunks on a blocking thread.
 pub async fn sha256_file(file: PathBuf) -> std::io::Result<String> {
-    tokio::task::spawn_blocking(move || {
-        let mut f = std::fs::File::open(&file)?;
-        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
-        let mut buf = vec![0u8; CHUNK];
-        loop {
-            let n = f.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            ctx.update(&buf[..n]);
+    tokio::task::spawn_blocking(move || sha256_file_now(&file))
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+/// The SHA-256 of a file, hex, read in chunks on this thread (catalog checks at start-up).
+pub fn sha256_file_now(file: &std::path::Path) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(file)?;
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
         }
-        Ok(ctx
-            .finish()
-            .as_ref()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect())
-    })
-    .await
-    .map_err(std::io::Error::other)?
+        ctx.update(&buf[..n]);
+    }
+    Ok(ctx
+        .finish()
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }

@@ -5,8 +5,9 @@
 
 mod config;
 mod observe;
+mod recipe;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,7 @@ use uuid::Uuid;
 
 use crate::components::{
     Device, DeviceError, DevicePower, FirmwareControl, FirmwareRequest, FirmwareState,
-    FirmwareStatus, PowerControl, PowerOp, PowerStatus, Registration,
+    FirmwareStatus, PowerControl, PowerOp, PowerStatus, RecipeView, Registration,
 };
 use crate::domain::ComponentType;
 
@@ -41,6 +42,8 @@ struct Update {
     target: String,
     completes_at: Instant,
     fails: bool,
+    /// A recipe bundle: its images are staged on completion, not installed whole.
+    bundle: Option<recipe::Staged>,
 }
 
 #[derive(Debug)]
@@ -51,6 +54,11 @@ struct SimDevice {
     power: DevicePower,
     firmware: String,
     update: Option<Update>,
+    /// Part (FirmwareInventory member) → the version it runs.
+    parts: std::collections::BTreeMap<String, String>,
+    /// Bundles pushed and waiting for their activation.
+    staged: Vec<recipe::Staged>,
+    rack: Option<Uuid>,
     registered: bool,
     external_id: Option<String>,
     calls: u64,
@@ -209,7 +217,7 @@ impl SimDevice {
     /// asked for its status.
     fn running_firmware(&self, now: Instant) -> String {
         match &self.update {
-            Some(u) if !u.fails && now >= u.completes_at => u.target.clone(),
+            Some(u) if u.bundle.is_none() && !u.fails && now >= u.completes_at => u.target.clone(),
             _ => self.firmware.clone(),
         }
     }
@@ -227,6 +235,9 @@ fn pristine(device: &Device, power: DevicePower) -> SimDevice {
             .clone()
             .unwrap_or_else(|| "1.0.0".into()),
         update: None,
+        parts: Default::default(),
+        staged: Vec::new(),
+        rack: device.rack_id,
         registered: false,
         external_id: None,
         calls: 0,
@@ -261,14 +272,20 @@ fn power_op_name(op: PowerOp) -> &'static str {
 #[async_trait]
 impl PowerControl for SimDevices {
     async fn set_power(&self, device: &Device, op: PowerOp) -> Result<(), DeviceError> {
-        self.call(device, power_op_name(op), |d, _, _| {
-            // A BMC's own restart leaves the host's power as it was.
-            if op != PowerOp::BmcReset {
-                d.power = op.settles_to();
-            }
-            Ok(())
-        })
-        .await
+        let result = self
+            .call(device, power_op_name(op), |d, _, _| {
+                recipe::on_power(d, op);
+                // A BMC's own restart leaves the host's power as it was.
+                if op != PowerOp::BmcReset {
+                    d.power = op.settles_to();
+                }
+                Ok(())
+            })
+            .await;
+        if result.is_ok() && device.kind == ComponentType::PowerShelf {
+            self.shelf_power(device, op);
+        }
+        result
     }
 }
 
@@ -307,6 +324,7 @@ impl FirmwareControl for SimDevices {
                 fails: target == "fail" || config.bad_versions.contains(&target),
                 target,
                 completes_at: now + config.firmware_duration,
+                bundle: None,
             });
             Ok(())
         })
@@ -322,6 +340,10 @@ impl FirmwareControl for SimDevices {
                     FirmwareState::Failed,
                     Some(format!("simulated failure installing {}", u.target)),
                 ),
+                Some(u) if u.bundle.is_some() => {
+                    recipe::bundle_done(d);
+                    (FirmwareState::Completed, None)
+                }
                 Some(u) => {
                     d.firmware = u.target.clone();
                     (FirmwareState::Completed, None)
@@ -334,6 +356,30 @@ impl FirmwareControl for SimDevices {
             })
         })
         .await
+    }
+
+    fn recipe(&self, device: &Device, request: &FirmwareRequest) -> Option<RecipeView> {
+        self.recipe_for(device, request)
+    }
+
+    async fn start_bundle(
+        &self,
+        device: &Device,
+        request: &FirmwareRequest,
+        index: u32,
+    ) -> Result<(), DeviceError> {
+        if self.recipe_for(device, request).is_none() && index == 0 {
+            return self.start_update(device, request).await;
+        }
+        self.start_recipe_bundle(device, request, index).await
+    }
+
+    async fn part_versions(
+        &self,
+        device: &Device,
+        parts: &[String],
+    ) -> Result<BTreeMap<String, Option<String>>, DeviceError> {
+        self.parts_of(device, parts).await
     }
 }
 

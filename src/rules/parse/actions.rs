@@ -28,7 +28,9 @@ pub(super) fn actions(
         let at = format!("{path}[{i}]");
         match action(item, &at, operation, v) {
             Some(Action::FirmwareWait { .. })
-                if !out.iter().any(|a| matches!(a, Action::FirmwareStart)) =>
+                if !out
+                    .iter()
+                    .any(|a| matches!(a, Action::FirmwareStart { .. })) =>
             {
                 v.push(
                     at,
@@ -62,9 +64,13 @@ fn action(
     let params: &[&str] = match name {
         "power_control" => &["action", "operation"],
         "verify_power" => &["action", "expect", "timeout", "poll_interval"],
-        "verify_reachable" | "firmware_wait" => &["action", "timeout", "poll_interval"],
+        "verify_reachable" | "firmware_wait" | "firmware_verify" | "firmware_recipe" => {
+            &["action", "timeout", "poll_interval"]
+        }
+        "firmware_activate" => &["action", "bundle", "timeout", "poll_interval"],
         "sleep" => &["action", "duration"],
-        "firmware_start" | "register" => &["action"],
+        "firmware_start" => &["action", "bundle"],
+        "register" => &["action"],
         other => {
             v.push(
                 join(path, "action"),
@@ -150,7 +156,49 @@ fn action(
         "sleep" => Some(Action::Sleep {
             duration: f.positive_duration("duration", None, v)?,
         }),
-        "firmware_start" => Some(Action::FirmwareStart),
+        "firmware_start" => Some(Action::FirmwareStart {
+            bundle: bundle(&f, v)?,
+        }),
+        "firmware_activate" => {
+            let bundle = bundle(&f, v);
+            let (timeout, poll_interval) = polled(v)?;
+            Some(Action::FirmwareActivate {
+                bundle: bundle?,
+                timeout,
+                poll_interval,
+            })
+        }
+        "firmware_verify" => {
+            let (timeout, poll_interval) = polled(v)?;
+            Some(Action::FirmwareVerify {
+                timeout,
+                poll_interval,
+            })
+        }
+        "firmware_recipe" => {
+            let (timeout, poll_interval) = polled(v)?;
+            Some(Action::FirmwareRecipe {
+                timeout,
+                poll_interval,
+            })
+        }
         _ => Some(Action::Register),
+    }
+}
+
+/// An optional recipe bundle index (from 0); `Some(None)` when absent, `None` when invalid.
+fn bundle(f: &Fields<'_>, v: &mut Violations) -> Option<Option<u32>> {
+    match f.get("bundle") {
+        None => Some(None),
+        Some(value) => match value.as_u64().and_then(|n| u32::try_from(n).ok()) {
+            Some(n) => Some(Some(n)),
+            None => {
+                v.push(
+                    f.at("bundle"),
+                    "must be a bundle index of the recipe: a whole number from 0",
+                );
+                None
+            }
+        },
     }
 }

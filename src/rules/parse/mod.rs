@@ -150,6 +150,7 @@ fn stage(
         "retry",
         "on_failure",
         "delay_after",
+        "when",
     ];
     let f = Fields::new(value, path, &known, v)?;
     let mut ok = true;
@@ -178,6 +179,17 @@ fn stage(
         }
     };
     let delay_after = f.duration("delay_after", Some(Duration::ZERO), v);
+    let when = match f.get("when").map(|x| x.as_str()) {
+        None => Some(None),
+        Some(Some("ac_cycle")) => Some(Some(crate::rules::model::StageWhen::AcCycle)),
+        Some(_) => {
+            v.push(
+                f.at("when"),
+                "must be \"ac_cycle\" (the stage runs only when a tray staged an image that needs the rack's AC cycle)",
+            );
+            None
+        }
+    };
     if let (Some(actions), Some(timeout)) = (&actions, timeout) {
         let needed: Duration = actions.iter().map(Action::bound).sum();
         if timeout < needed {
@@ -200,6 +212,7 @@ fn stage(
         on_failure?,
         delay_after?,
     );
+    let when = when?;
     if !ok {
         return None;
     }
@@ -216,6 +229,7 @@ fn stage(
         retry,
         on_failure,
         delay_after,
+        when,
     })
 }
 

@@ -27,7 +27,11 @@ pub(super) fn gaps(plan: &Plan, registry: &Registry) -> Vec<String> {
                     Action::VerifyPower { .. } | Action::VerifyReachable { .. } => {
                         ("power status", set.is_some_and(|s| s.status.is_some()))
                     }
-                    Action::FirmwareStart | Action::FirmwareWait { .. } => (
+                    Action::FirmwareStart { .. }
+                    | Action::FirmwareWait { .. }
+                    | Action::FirmwareActivate { .. }
+                    | Action::FirmwareVerify { .. }
+                    | Action::FirmwareRecipe { .. } => (
                         "firmware updates",
                         set.is_some_and(|s| s.firmware.is_some()),
                     ),
@@ -82,7 +86,7 @@ pub(super) async fn power_gaps(
                 Action::PowerControl {
                     operation: Some(code),
                 } => Some(*code),
-                Action::FirmwareStart => None,
+                Action::FirmwareStart { .. } | Action::FirmwareRecipe { .. } => None,
                 _ => continue,
             };
             for device in &stage.devices {
@@ -121,10 +125,12 @@ fn device_gaps(
         .actions
         .iter()
         .any(|a| !matches!(a, Action::Sleep { .. }));
-    let installs = stage
-        .actions
-        .iter()
-        .any(|a| matches!(a, Action::FirmwareStart));
+    let installs = stage.actions.iter().any(|a| {
+        matches!(
+            a,
+            Action::FirmwareStart { .. } | Action::FirmwareRecipe { .. }
+        )
+    });
     for device in &stage.devices {
         let Some(preflight) = registry.get(device.kind).and_then(|s| s.preflight.clone()) else {
             continue;

@@ -13,6 +13,7 @@ mod capability;
 mod idempotency;
 pub mod planner;
 pub mod preview;
+pub mod recipes;
 mod refusal;
 mod withdraw;
 

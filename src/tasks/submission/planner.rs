@@ -94,6 +94,8 @@ pub struct Decision {
     pub unsupported: Vec<String>,
     /// The plan the task runs; `None` when there is nothing to plan (no components).
     pub plan: Option<Plan>,
+    /// A firmware upgrade's recipes per component (dry runs only).
+    pub firmware: Option<super::recipes::FirmwarePlan>,
 }
 
 /// A rule as resolved for one rack, with where it came from.
@@ -140,6 +142,7 @@ pub fn decide(
         conflicts: Vec::new(),
         unsupported: Vec::new(),
         plan: None,
+        firmware: None,
     };
     let Some((rule, source)) = rule.filter(|_| !rack.devices.is_empty()) else {
         decision.outcome = Outcome::Reject(Refusal {

@@ -37,14 +37,11 @@ pub async fn preview(
         let rule = planner::rule_for(db, spec, &rack).await?;
         let active = store::on_rack(db, rack.rack_id, &ACTIVE).await?;
         let asked = super::capability::power_gaps(spec, &rack, rule.as_ref(), managers).await;
-        out.push(planner::decide(
-            spec,
-            &rack,
-            rule.as_ref(),
-            managers,
-            &active,
-            &asked,
-        ));
+        let mut decision = planner::decide(spec, &rack, rule.as_ref(), managers, &active, &asked);
+        if let (Some(plan), Some(registry)) = (&decision.plan, managers) {
+            decision.firmware = super::recipes::firmware_plan(plan, registry).await;
+        }
+        out.push(decision);
     }
     Ok(out)
 }

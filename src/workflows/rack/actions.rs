@@ -34,12 +34,28 @@ impl Step<'_> {
                 poll_interval,
             } => self.verify_reachable(*timeout, *poll_interval).await,
             Action::Sleep { duration } => self.sleep(*duration).await,
-            Action::FirmwareStart => self.firmware_start().await,
+            Action::FirmwareStart { bundle } => self.firmware_start(*bundle).await,
             Action::FirmwareWait {
                 timeout,
                 poll_interval,
             } => self.firmware_wait(*timeout, *poll_interval).await,
             Action::Register => self.register().await,
+            Action::FirmwareActivate {
+                bundle,
+                timeout,
+                poll_interval,
+            } => {
+                self.firmware_activate(*bundle, *timeout, *poll_interval)
+                    .await
+            }
+            Action::FirmwareVerify {
+                timeout,
+                poll_interval,
+            } => self.firmware_verify(*timeout, *poll_interval).await,
+            Action::FirmwareRecipe {
+                timeout,
+                poll_interval,
+            } => self.firmware_recipe(*timeout, *poll_interval).await,
         }
     }
 
@@ -64,7 +80,7 @@ impl Step<'_> {
         Ok(format!("sent {}", action.label()))
     }
 
-    async fn verify_power(
+    pub(super) async fn verify_power(
         &self,
         expect: DevicePower,
         timeout: Duration,
@@ -85,7 +101,7 @@ impl Step<'_> {
         .await
     }
 
-    async fn verify_reachable(
+    pub(super) async fn verify_reachable(
         &self,
         timeout: Duration,
         interval: Duration,
@@ -109,7 +125,7 @@ impl Step<'_> {
         Ok(format!("slept {text}"))
     }
 
-    async fn firmware_start(&self) -> Result<String, StepFailure> {
+    pub(super) async fn firmware_start(&self, bundle: Option<u32>) -> Result<String, StepFailure> {
         let firmware = self.firmware()?;
         // A retried step follows the update its earlier attempt started instead of sending the
         // image again.
@@ -119,14 +135,27 @@ impl Step<'_> {
             self.progress.update_started(&handle).await;
             return Ok("following the firmware update an earlier attempt started".into());
         }
-        firmware
-            .start_update(self.device, self.firmware_request)
-            .await
-            .map_err(StepFailure::Device)?;
+        let started = match bundle {
+            None => {
+                self.whole_recipe_only(firmware.as_ref())?;
+                firmware
+                    .start_update(self.device, self.firmware_request)
+                    .await
+            }
+            Some(i) => {
+                firmware
+                    .start_bundle(self.device, self.firmware_request, i)
+                    .await
+            }
+        };
+        started.map_err(StepFailure::Device)?;
         if let Some(handle) = firmware.update_handle(self.device) {
             self.progress.update_started(&handle).await;
         }
-        Ok("firmware update started".into())
+        Ok(match bundle {
+            None => "firmware update started".into(),
+            Some(i) => format!("firmware bundle {i} started"),
+        })
     }
 
     async fn firmware_wait(
@@ -134,11 +163,24 @@ impl Step<'_> {
         timeout: Duration,
         interval: Duration,
     ) -> Result<String, StepFailure> {
+        let reported = self.wait_update(timeout, interval).await?;
+        Ok(self.updated(reported))
+    }
+
+    /// Follows the update last started to its end: the version the device reports then.
+    pub(super) async fn wait_update(
+        &self,
+        timeout: Duration,
+        interval: Duration,
+    ) -> Result<Option<String>, StepFailure> {
         let firmware = self.firmware()?;
         let waiting = "firmware update in progress";
-        poll_until(self.progress, timeout, interval, waiting, || async {
+        // The reported version is the poll's answer; empty when the device names none.
+        let version = poll_until(self.progress, timeout, interval, waiting, || async {
             match firmware.update_status(self.device).await {
-                Ok(s) if s.state == FirmwareState::Completed => Ok(Ok(self.updated(s.version))),
+                Ok(s) if s.state == FirmwareState::Completed => {
+                    Ok(Ok(s.version.unwrap_or_default()))
+                }
                 Ok(s) if s.state == FirmwareState::Failed => {
                     Err(StepFailure::Device(DeviceError::Rejected(format!(
                         "firmware update failed: {}",
@@ -150,12 +192,13 @@ impl Step<'_> {
                 Err(e) => Err(StepFailure::Device(e)),
             }
         })
-        .await
+        .await?;
+        Ok(Some(version).filter(|v| !v.is_empty()))
     }
 
     /// A finished update: the version the device reports, else the one it was told to run,
     /// reported to the progress so the component's record follows.
-    fn updated(&self, reported: Option<String>) -> String {
+    pub(super) fn updated(&self, reported: Option<String>) -> String {
         let version = reported.or_else(|| self.firmware_request.target_version.clone());
         if let Some(v) = &version {
             self.progress.firmware_reported(v);
@@ -185,13 +228,13 @@ impl Step<'_> {
         })
     }
 
-    fn status(&self) -> Result<Arc<dyn PowerStatus>, StepFailure> {
+    pub(super) fn status(&self) -> Result<Arc<dyn PowerStatus>, StepFailure> {
         self.managers
             .and_then(|m| m.status.clone())
             .ok_or_else(|| unsupported(self.device, "power status"))
     }
 
-    fn firmware(&self) -> Result<Arc<dyn FirmwareControl>, StepFailure> {
+    pub(super) fn firmware(&self) -> Result<Arc<dyn FirmwareControl>, StepFailure> {
         self.managers
             .and_then(|m| m.firmware.clone())
             .ok_or_else(|| unsupported(self.device, "firmware"))

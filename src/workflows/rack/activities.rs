@@ -39,6 +39,18 @@ pub struct StepOutcome {
     pub component_id: Uuid,
     pub name: String,
     pub error: Option<String>,
+    /// The device staged firmware images that go live only with the rack's AC cycle.
+    #[serde(default)]
+    pub ac_cycle: bool,
+}
+
+/// A stage the workflow skipped, and why.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StageSkippedInput {
+    pub task_id: Uuid,
+    pub stage: u32,
+    pub component_ids: Vec<Uuid>,
+    pub reason: String,
 }
 
 /// A step the workflow gave up on (its activity timed out or failed for good).
@@ -118,6 +130,7 @@ impl Recorder<'_> {
             component_id: self.input.device.component_id,
             name: self.input.device.name.clone(),
             error,
+            ac_cycle: false,
         };
         match result {
             Ok(detail) => {
@@ -266,8 +279,36 @@ impl RackActivities {
             .lock()
             .map(|mut l| std::mem::take(&mut *l))
             .unwrap_or_default();
+        let ac_cycle = learnt.ac_cycle;
         let result = self.record_effects(&input, learnt, result).await?;
-        recorder.finish(result).await
+        let mut outcome = recorder.finish(result).await?;
+        outcome.ac_cycle = ac_cycle;
+        Ok(outcome)
+    }
+
+    /// Records a stage the workflow did not run (an AC-cycle stage no tray needed): its steps
+    /// end succeeded, with the reason as their event.
+    #[activity(name = "StageSkipped")]
+    pub async fn stage_skipped(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: StageSkippedInput,
+    ) -> Result<(), ActivityError> {
+        for component_id in input.component_ids {
+            self.tasks
+                .record_step(&StepUpdate {
+                    task_id: input.task_id.into(),
+                    stage: input.stage,
+                    component_id: component_id.into(),
+                    status: StepStatus::Succeeded,
+                    attempts: 0,
+                    error: None,
+                    event: input.reason.clone(),
+                })
+                .await
+                .map_err(activity_error)?;
+        }
+        Ok(())
     }
 
     /// Records a step the workflow gave up on without hearing from the activity.

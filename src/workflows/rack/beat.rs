@@ -14,6 +14,8 @@ use crate::clock::Clock;
 pub(super) struct Learnt {
     pub external_id: Option<String>,
     pub firmware_version: Option<String>,
+    /// Firmware images wait for the rack's AC cycle.
+    pub ac_cycle: bool,
 }
 
 /// What a step's heartbeats carry (as JSON text): a note for people, and the firmware update
@@ -82,6 +84,12 @@ impl Progress for Heartbeat<'_> {
     fn firmware_reported(&self, version: &str) {
         if let Ok(mut learnt) = self.learnt.lock() {
             learnt.firmware_version = Some(version.to_string());
+        }
+    }
+
+    fn ac_cycle_staged(&self) {
+        if let Ok(mut learnt) = self.learnt.lock() {
+            learnt.ac_cycle = true;
         }
     }
 

@@ -5,5 +5,6 @@ mod actions;
 pub mod activities;
 mod beat;
 pub mod engine;
+mod recipe;
 pub mod steps;
 pub mod workflow;

@@ -29,6 +29,8 @@ pub trait Progress: Send + Sync {
     }
     /// A finished firmware update named the version the device now runs.
     fn firmware_reported(&self, _version: &str) {}
+    /// The device staged firmware images that go live only with the rack's AC cycle.
+    fn ac_cycle_staged(&self) {}
 }
 
 /// How a step ended, when it did not succeed.

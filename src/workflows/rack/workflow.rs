@@ -14,10 +14,10 @@ use temporalio_sdk::{
 use uuid::Uuid;
 
 use super::activities::{
-    DeviceStepInput, FinishInput, RackActivities, StepFailedInput, StepOutcome,
+    DeviceStepInput, FinishInput, RackActivities, StageSkippedInput, StepFailedInput, StepOutcome,
 };
 use crate::operations::plan::{Plan, Stage};
-use crate::rules::model::OnFailure;
+use crate::rules::model::{OnFailure, StageWhen};
 use crate::tasks::model::TaskStatus;
 
 /// Workflow input: the task and the plan it runs (fixed at dispatch, so replays are stable).
@@ -211,6 +211,23 @@ async fn stage_failures(
     Ok(failures)
 }
 
+/// Records a stage as not needed: no tray staged an image for the rack's AC cycle.
+async fn skip_stage(
+    ctx: &WorkflowContext<RackOperationWorkflow>,
+    task_id: Uuid,
+    stage: &Stage,
+) -> WorkflowResult<()> {
+    let skipped = StageSkippedInput {
+        task_id,
+        stage: stage.number,
+        component_ids: stage.devices.iter().map(|d| d.component_id).collect(),
+        reason: "skipped: no tray staged an image that needs the rack's AC cycle".into(),
+    };
+    ctx.execute_activity(RackActivities::stage_skipped, skipped, bookkeeping())
+        .await?;
+    Ok(())
+}
+
 #[workflow_methods]
 impl RackOperationWorkflow {
     #[run(name = "RackOperation")]
@@ -223,8 +240,17 @@ impl RackOperationWorkflow {
             .await?;
         // Failures of stages that let the run continue; reported when the run ends.
         let mut carried: Vec<String> = Vec::new();
+        // Whether a tray staged images that only the rack's AC cycle makes live.
+        let mut ac_cycle = false;
         for stage in &input.plan.stages {
+            if stage.when == Some(StageWhen::AcCycle) && !ac_cycle {
+                skip_stage(ctx, task_id, stage).await?;
+                continue;
+            }
             let results = run_stage(ctx, &input, stage).await;
+            ac_cycle |= results
+                .iter()
+                .any(|(_, r)| matches!(r, Some(Ok(StepOutcome { ac_cycle: true, .. }))));
             if ctx.cancellation_token().is_cancelled() {
                 return end_cancelled(ctx, task_id).await;
             }

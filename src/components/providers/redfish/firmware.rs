@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::RedfishManager;
-use super::catalog::Image;
+use super::catalog::Bundle;
 use crate::clients::redfish::{Upload, sha256_file};
 use crate::components::{
     Device, DeviceError, FirmwareControl, FirmwareRequest, FirmwareState, FirmwareStatus,
@@ -27,6 +27,10 @@ pub(super) struct Update {
     monitor_done: bool,
     version: String,
     expect: BTreeMap<String, String>,
+    /// The bundle's images wait for an activation: the task's end is the push's end, and
+    /// `expect` is proven only after the activation.
+    #[serde(default)]
+    staged: bool,
 }
 
 /// Where an image goes: pushed whole as multipart or bare, or fetched by the BMC.
@@ -125,6 +129,9 @@ impl RedfishManager {
         device: &Device,
         update: &Update,
     ) -> Result<FirmwareStatus, DeviceError> {
+        if update.staged {
+            return Ok(status(FirmwareState::Completed, None, None));
+        }
         for (member, want) in &update.expect {
             let seen = self.member_version(device, member).await?;
             if seen.as_deref().map(str::trim) != Some(want.trim()) {
@@ -172,7 +179,11 @@ impl RedfishManager {
 
     /// How the BMC takes `image`, read from its UpdateService before anything is sent:
     /// `unsupported` when it offers no path for it.
-    pub(super) async fn route(&self, device: &Device, image: &Image) -> Result<Route, DeviceError> {
+    pub(super) async fn route(
+        &self,
+        device: &Device,
+        image: &Bundle,
+    ) -> Result<Route, DeviceError> {
         let resources = self.resources(device).await?;
         let unsupported = |why: &str| DeviceError::Unsupported(named(device, why.into()));
         let service_path = resources
@@ -206,7 +217,7 @@ impl RedfishManager {
     async fn send_image(
         &self,
         device: &Device,
-        image: &Image,
+        image: &Bundle,
     ) -> Result<crate::clients::redfish::Reply, DeviceError> {
         let route = self.route(device, image).await?;
         if let Some(file) = &image.file {
@@ -306,17 +317,46 @@ impl FirmwareControl for RedfishManager {
         device: &Device,
         request: &FirmwareRequest,
     ) -> Result<(), DeviceError> {
+        self.start_bundle(device, request, 0).await
+    }
+
+    fn recipe(
+        &self,
+        device: &Device,
+        request: &FirmwareRequest,
+    ) -> Option<crate::components::RecipeView> {
+        let version = request.target_version.as_deref()?;
+        self.catalog
+            .find(device.kind, device.model.as_deref(), version)
+            .map(|image| image.view())
+    }
+
+    async fn start_bundle(
+        &self,
+        device: &Device,
+        request: &FirmwareRequest,
+        index: u32,
+    ) -> Result<(), DeviceError> {
         use crate::components::Preflight;
         if let Some(gap) = self.firmware_gap(device, request) {
             return Err(DeviceError::Unsupported(gap));
         }
         let version = request.target_version.clone().unwrap_or_default();
-        let image = self
+        let recipe = self
             .catalog
             .find(device.kind, device.model.as_deref(), &version)
-            .cloned()
+            .map(|image| image.recipe())
             .ok_or_else(|| DeviceError::Unsupported(format!("version {version} not in catalog")))?;
-        let reply = self.send_image(device, &image).await?;
+        let bundle = recipe.get(index as usize).cloned().ok_or_else(|| {
+            DeviceError::Unsupported(named(
+                device,
+                format!(
+                    "recipe {version} has {} bundle(s), no bundle {index}",
+                    recipe.len()
+                ),
+            ))
+        })?;
+        let reply = self.send_image(device, &bundle).await?;
         // The task: a `Location` task monitor, and the Task resource the body names.
         let task = super::odata_id(&reply.body).filter(|id| id.contains("Task"));
         self.track(
@@ -326,10 +366,23 @@ impl FirmwareControl for RedfishManager {
                 task,
                 monitor_done: false,
                 version,
-                expect: image.expect.clone(),
+                expect: bundle.expect.clone(),
+                staged: bundle.activate != crate::components::Activation::None,
             },
         );
         Ok(())
+    }
+
+    async fn part_versions(
+        &self,
+        device: &Device,
+        parts: &[String],
+    ) -> Result<BTreeMap<String, Option<String>>, DeviceError> {
+        let mut seen = BTreeMap::new();
+        for part in parts {
+            seen.insert(part.clone(), self.member_version(device, part).await?);
+        }
+        Ok(seen)
     }
 
     fn update_handle(&self, device: &Device) -> Option<String> {

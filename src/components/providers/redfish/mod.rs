@@ -219,10 +219,12 @@ impl Preflight for RedfishManager {
         let image = self
             .catalog
             .find(device.kind, device.model.as_deref(), version)?;
-        match self.route(device, image).await {
-            Err(DeviceError::Unsupported(why)) => Some(why),
-            _ => None,
+        for bundle in image.recipe() {
+            if let Err(DeviceError::Unsupported(why)) = self.route(device, &bundle).await {
+                return Some(why);
+            }
         }
+        None
     }
 
     fn firmware_gap(&self, device: &Device, request: &FirmwareRequest) -> Option<String> {

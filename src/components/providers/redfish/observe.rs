@@ -68,9 +68,9 @@ impl RedfishManager {
         let model = device.model.as_deref();
         if let Some(want) = &device.firmware_version
             && let Some(image) = self.catalog.find(device.kind, model, want)
-            && !image.expect.is_empty()
+            && !image.expect_all().is_empty()
         {
-            for (member, version) in &image.expect {
+            for (member, version) in &image.expect_all() {
                 let seen = self.member_version(device, member).await?;
                 if seen.as_deref().map(str::trim) != Some(version.trim()) {
                     let seen = seen.unwrap_or_else(|| "no version".into());

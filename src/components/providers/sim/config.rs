@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::components::DevicePower;
+use crate::components::providers::redfish::Catalog;
 use crate::config::Sim;
 
 /// How the simulated devices behave. `Default` is instant and fault-free, for tests.
@@ -28,6 +29,10 @@ pub struct SimConfig {
     pub slow_latency: Duration,
     /// Share of calls (0..=1) that fail as unreachable.
     pub failure_rate: f64,
+    /// The firmware recipes the simulated devices install (`FLOW_FIRMWARE_CATALOG`).
+    pub catalog: Catalog,
+    /// The recipe bundle (index from 0) whose install fails (`FLOW_SIM_FAIL_BUNDLE`).
+    pub fail_bundle: Option<u32>,
 }
 
 impl Default for SimConfig {
@@ -43,6 +48,8 @@ impl Default for SimConfig {
             slow_serials: BTreeSet::new(),
             slow_latency: Duration::from_secs(2),
             failure_rate: 0.0,
+            catalog: Catalog::default(),
+            fail_bundle: None,
         }
     }
 }
@@ -57,6 +64,10 @@ impl SimConfig {
             slow_serials: config.slow_serials.iter().cloned().collect(),
             slow_latency: config.slow,
             failure_rate: config.failure_rate,
+            fail_bundle: config
+                .fail_bundle
+                .as_deref()
+                .and_then(|b| b.trim().parse().ok()),
             ..Self::default()
         }
     }
@@ -120,6 +131,7 @@ mod tests {
                 slow_serials: vec!["B".into()],
                 slow: Duration::from_millis(11),
                 failure_rate: 0.5,
+                fail_bundle: Some("1".into()),
             },
             ..crate::config::Config::default()
         };
@@ -127,6 +139,7 @@ mod tests {
         assert_eq!(sim.latency, Duration::from_millis(7));
         assert_eq!(sim.firmware_duration, Duration::from_secs(9));
         assert!(sim.fail_serials.contains("A") && sim.slow_serials.contains("B"));
+        assert_eq!(sim.fail_bundle, Some(1));
         assert_eq!(
             (sim.slow_latency, sim.failure_rate),
             (Duration::from_millis(11), 0.5)

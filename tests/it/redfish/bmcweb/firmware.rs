@@ -76,7 +76,6 @@ async fn a_bundle_is_pushed_multipart_followed_to_its_task_and_proven_by_expect(
         &[
             ("25.06-2", good, Some(sha256(good.as_bytes()))),
             ("25.06-3", bad, None),
-            ("25.06-4", good, Some(sha256(b"something else"))),
         ],
     ));
     let fw = setup.manager();
@@ -127,11 +126,18 @@ async fn a_bundle_is_pushed_multipart_followed_to_its_task_and_proven_by_expect(
     );
     assert!(!error.contains("404"), "{error}");
 
-    // A file whose SHA-256 is not the catalog's is never sent; an image_uri needs SimpleUpdate.
-    let err = fw.start_update(&d, &request("25.06-4")).await.unwrap_err();
+    // A file whose SHA-256 is not the catalog's stops the start-up, naming the entry (so it is
+    // never sent); an image_uri needs SimpleUpdate.
+    let mut bad_sum = Setup::http(port);
+    bad_sum.catalog_file = Some(catalog(
+        &dir,
+        &[("25.06-4", good, Some(sha256(b"something else")))],
+    ));
+    let err = bad_sum.redfish_setup().manager().err().unwrap();
     assert!(
-        matches!(&err, DeviceError::Rejected(m) if m.contains("SHA-256")),
-        "{err:?}"
+        err.contains("entry 1 (type compute, version 25.06-4)")
+            && err.contains("checksum mismatch"),
+        "{err}"
     );
     let err = fw.start_update(&d, &request("by-uri")).await.unwrap_err();
     assert!(
@@ -228,4 +234,92 @@ async fn a_bmc_with_only_http_push_uri_gets_the_bare_image() {
     let b = at.bmc.lock().unwrap();
     assert_eq!(b.tasks.pushes[0].uri, "/redfish/v1/UpdateService/update");
     assert_eq!(b.tasks.pushes[0].file, bundle.as_bytes());
+}
+
+/// A GB200-shaped recipe for compute trays: the BMC bundle (bmc_reset), then the CPLD
+/// (ac_cycle) and the BIOS (power_cycle); `fail` makes the BIOS bundle's task end in Exception.
+fn recipe(dir: &TempDir, fail: bool) -> std::path::PathBuf {
+    let bmc = dir.write("bmc.fwpkg", r#"{"install": {"FW_BMC_0": "25.06-2"}}"#);
+    let cpld = dir.write("cpld.fwpkg", r#"{"install": {"FW_CPLD_0": "0.1C"}}"#);
+    let bios = if fail {
+        dir.write(
+            "bios.fwpkg",
+            r#"{"fail": "BIOS image rejected by the ERoT."}"#,
+        )
+    } else {
+        dir.write("bios.fwpkg", r#"{"install": {"FW_BMC_0": "25.06-2"}}"#)
+    };
+    let bundle = |file: &std::path::Path, activate: &str, expect: &str| {
+        format!(
+            "[[firmware.bundle]]\nfile = {:?}\nactivate = \"{activate}\"\n[firmware.bundle.expect]\n{expect}\n",
+            file.display().to_string()
+        )
+    };
+    let text = format!(
+        "[[firmware]]\ntype = \"compute\"\nversion = \"gb200-r1\"\n{}{}{}",
+        bundle(&bmc, "bmc_reset", "FW_BMC_0 = \"25.06-2\""),
+        bundle(&cpld, "ac_cycle", "FW_CPLD_0 = \"0.1C\""),
+        bundle(&bios, "power_cycle", "FW_BMC_0 = \"25.06-2\""),
+    );
+    dir.write("recipe.toml", &text)
+}
+
+#[tokio::test]
+async fn a_recipe_pushes_its_bundles_in_order_and_a_failing_one_carries_the_bmcs_message() {
+    let port = free_port();
+    let at = bmc(GB200, port, |_| {}).await;
+    let dir = TempDir::new();
+    let mut setup = Setup::http(port);
+    setup.catalog_file = Some(recipe(&dir, false));
+    let fw = setup.manager();
+    let d = device(ComponentType::Compute, &at);
+    let view = fw.recipe(&d, &request("gb200-r1")).unwrap();
+    assert_eq!(view.bundles.len(), 3);
+    assert!(view.needs_ac_cycle());
+    for i in 0..3 {
+        fw.start_bundle(&d, &request("gb200-r1"), i).await.unwrap();
+        let seen = follow(fw.as_ref(), &d).await;
+        assert_eq!(
+            seen.last().unwrap().state,
+            FirmwareState::Completed,
+            "bundle {i}: {seen:?}"
+        );
+    }
+    {
+        let b = at.bmc.lock().unwrap();
+        let files: Vec<String> = b
+            .tasks
+            .pushes
+            .iter()
+            .map(|p| String::from_utf8_lossy(&p.file).into_owned())
+            .collect();
+        assert!(
+            files[0].contains("FW_BMC_0") && files[1].contains("FW_CPLD_0"),
+            "{files:?}"
+        );
+    }
+    let parts = fw
+        .part_versions(&d, &["FW_BMC_0".to_string(), "FW_CPLD_0".to_string()])
+        .await
+        .unwrap();
+    assert_eq!(parts["FW_BMC_0"].as_deref(), Some("25.06-2"));
+    assert!(
+        fw.start_bundle(&d, &request("gb200-r1"), 3).await.is_err(),
+        "no bundle 3"
+    );
+
+    let port = free_port();
+    let at = bmc(GB200, port, |_| {}).await;
+    let mut setup = Setup::http(port);
+    setup.catalog_file = Some(recipe(&dir, true));
+    let fw = setup.manager();
+    let d = device(ComponentType::Compute, &at);
+    fw.start_bundle(&d, &request("gb200-r1"), 2).await.unwrap();
+    let last = follow(fw.as_ref(), &d).await.pop().unwrap();
+    assert_eq!(last.state, FirmwareState::Failed);
+    let error = last.error.unwrap();
+    assert!(
+        error.contains(&d.name) && error.contains("BIOS image rejected by the ERoT."),
+        "{error}"
+    );
 }

@@ -1,0 +1,234 @@
+//! Firmware recipes on simulated devices in a full Temporal run: every tray's bundles in order
+//! with their activations, the rack's AC cycle through its shelves once every tray staged its
+//! images, the parts verified after it, a failing bundle reported per component, and the AC
+//! cycle skipped when no bundle needs it.
+
+use std::time::Duration;
+
+use flow::components::providers::SimConfig;
+use flow::components::providers::redfish::Catalog;
+use serde_json::{Value, json};
+
+use crate::ops_on_both_backends;
+use crate::support::fixtures::gb200_rack;
+use crate::support::ops::{Ops, OpsBuilder};
+
+ops_on_both_backends!(
+    an_upgrade_runs_each_trays_recipe_then_ac_cycles_the_rack_once_and_verifies: |b: OpsBuilder| b.sim(|s| recipes(s, true, None)),
+    a_failing_bundle_fails_its_trays_naming_the_bundle: |b: OpsBuilder| b.sim(|s| recipes(s, true, Some(1))),
+    without_an_ac_cycle_bundle_the_ac_cycle_stages_are_skipped: |b: OpsBuilder| b.sim(|s| recipes(s, false, None)),
+);
+
+const CATALOG: &str = r#"
+[[firmware]]
+type = "compute"
+version = "gb200-r1"
+[[firmware.bundle]]
+image_uri = "http://firmware.invalid/bmc.fwpkg"
+activate = "bmc_reset"
+[firmware.bundle.expect]
+FW_BMC_0 = "25.06-2"
+[[firmware.bundle]]
+image_uri = "http://firmware.invalid/cpld.fwpkg"
+activate = "AC"
+[firmware.bundle.expect]
+FW_CPLD_0 = "0.1C"
+[[firmware.bundle]]
+image_uri = "http://firmware.invalid/bios.fwpkg"
+activate = "power_cycle"
+[firmware.bundle.expect]
+UEFI = "2.1.0"
+
+[[firmware]]
+type = "nvswitch"
+version = "gb200-r1"
+[[firmware.bundle]]
+image_uri = "http://firmware.invalid/switch-bmc.fwpkg"
+activate = "bmc_reset"
+[firmware.bundle.expect]
+MGX_FW_BMC_0 = "25.06-3"
+[[firmware.bundle]]
+image_uri = "http://firmware.invalid/nvos.fwpkg"
+activate = "power_cycle"
+[firmware.bundle.expect]
+MGX_FW_NVOS_0 = "25.02"
+"#;
+
+/// The simulator with the GB200-shaped recipes (the CPLD bundle on `ac_cycle`, or on `none`).
+fn recipes(s: &mut SimConfig, ac_cycle: bool, fail_bundle: Option<u32>) {
+    let path = std::env::temp_dir().join(format!("flow-recipes-{}.toml", uuid::Uuid::new_v4()));
+    let activate = if ac_cycle { "ac_cycle" } else { "none" };
+    std::fs::write(&path, CATALOG.replace("\"AC\"", &format!("\"{activate}\""))).unwrap();
+    s.catalog = Catalog::load(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    s.firmware_duration = Duration::from_millis(100);
+    s.fail_bundle = fail_bundle;
+}
+
+async fn upgrade(ops: &Ops) -> Value {
+    let body =
+        json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "target_version": "gb200-r1"});
+    let r = ops.operate("firmware-upgrade", &body).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    ops.wait_end(r.body["task_ids"][0].as_str().unwrap()).await
+}
+
+fn trays(rack: &Value) -> Vec<(uuid::Uuid, String)> {
+    rack["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "compute" || c["type"] == "nvswitch")
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().parse().unwrap(),
+                c["type"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+async fn an_upgrade_runs_each_trays_recipe_then_ac_cycles_the_rack_once_and_verifies(ops: Ops) {
+    let rack = ops.app.create_rack(&gb200_rack(1, 2)).await;
+    let body =
+        json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "target_version": "gb200-r1"});
+    let dry = ops
+        .app
+        .post("/v1/operations/firmware-upgrade?dry_run=true", &body)
+        .await;
+    assert_eq!(dry.status, 200, "{}", dry.text);
+    let plan = &dry.body["racks"][0]["firmware"];
+    assert_eq!(plan["ac_cycle"], true, "{plan}");
+    let gpu = plan["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "r0001-gpu00")
+        .unwrap();
+    assert_eq!(gpu["status"], "recipe", "{gpu}");
+    assert_eq!(gpu["recipe"], "gb200-r1");
+    let activations: Vec<&str> = gpu["bundles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["activate"].as_str().unwrap())
+        .collect();
+    assert_eq!(activations, ["bmc_reset", "ac_cycle", "power_cycle"]);
+    assert_eq!(
+        gpu["bundles"][0]["parts"][0],
+        json!({"part": "FW_BMC_0", "expected": "25.06-2", "observed": null})
+    );
+    let shelf = plan["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "powershelf")
+        .unwrap();
+    assert_eq!(
+        shelf["status"], "whole",
+        "no recipe for shelves: one update"
+    );
+    let task = upgrade(&ops).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    let names: Vec<&str> = task["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"AC cycle: shelves off to drain"),
+        "{names:?}"
+    );
+    let events = ops.sim.events();
+    let at = |pred: &dyn Fn(&flow::components::providers::SimEvent) -> bool| {
+        events.iter().position(pred)
+    };
+    use flow::domain::ComponentType::{Compute, NvSwitch, PowerShelf};
+    let last_tray_push = events
+        .iter()
+        .rposition(|e| e.op == "firmware_start" && e.kind != PowerShelf)
+        .unwrap();
+    let shelf_off = at(&|e| e.kind == PowerShelf && e.op == "force_power_off").unwrap();
+    assert!(
+        last_tray_push < shelf_off,
+        "the shelves go off only after every tray staged its images"
+    );
+    let shelf_offs = events
+        .iter()
+        .filter(|e| e.kind == PowerShelf && e.op == "force_power_off")
+        .count();
+    assert_eq!(shelf_offs, 2, "one AC cycle: each shelf off once");
+    let shelf_on = at(&|e| e.kind == PowerShelf && e.op == "power_on").unwrap();
+    let switch_on = events
+        .iter()
+        .rposition(|e| e.kind == NvSwitch && e.op == "power_on")
+        .unwrap();
+    let compute_on = events
+        .iter()
+        .rposition(|e| e.kind == Compute && e.op == "power_on")
+        .unwrap();
+    assert!(shelf_off < shelf_on && shelf_on < switch_on && switch_on < compute_on);
+    assert!(
+        at(&|e| e.kind == Compute && e.op == "bmc_reset").unwrap() < last_tray_push,
+        "the BMC bundle is reset before the later bundles go"
+    );
+    for (id, kind) in trays(&rack) {
+        assert_eq!(
+            ops.sim.firmware_of(id).as_deref(),
+            Some("gb200-r1"),
+            "{kind}"
+        );
+        let c = ops.app.get(&format!("/v1/components/{id}")).await.body;
+        assert_eq!(
+            c["component"]["observed_firmware_version"], "gb200-r1",
+            "{c}"
+        );
+    }
+}
+
+async fn a_failing_bundle_fails_its_trays_naming_the_bundle(ops: Ops) {
+    ops.app.create_rack(&gb200_rack(1, 2)).await;
+    let task = upgrade(&ops).await;
+    assert_eq!(task["status"], "failed", "{task}");
+    let message = task["message"].as_str().unwrap();
+    assert!(
+        message.contains("r0001-gpu00") && message.contains("r0001-gpu01"),
+        "{message}"
+    );
+    assert!(message.contains("recipe gb200-r1 bundle 1"), "{message}");
+    assert!(
+        message.contains("simulated failure installing gb200-r1"),
+        "{message}"
+    );
+    let staged = ops.sim.events().iter().any(|e| e.op == "force_power_off");
+    assert!(!staged, "no AC cycle after a failed stage");
+}
+
+async fn without_an_ac_cycle_bundle_the_ac_cycle_stages_are_skipped(ops: Ops) {
+    let rack = ops.app.create_rack(&gb200_rack(1, 1)).await;
+    let task = upgrade(&ops).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    assert!(
+        !ops.sim.events().iter().any(|e| e.op == "force_power_off"),
+        "no AC cycle"
+    );
+    let text = task.to_string();
+    assert!(
+        text.contains("skipped: no tray staged an image that needs the rack's AC cycle"),
+        "{text}"
+    );
+    for (id, kind) in trays(&rack) {
+        assert_eq!(
+            ops.sim.firmware_of(id).as_deref(),
+            Some("gb200-r1"),
+            "{kind} {id}: {:?}",
+            ops.sim
+                .events()
+                .iter()
+                .filter(|e| e.component_id == id)
+                .map(|e| e.op)
+                .collect::<Vec<_>>()
+        );
+    }
+}
