@@ -192,18 +192,16 @@ impl RackActivities {
             return Ok(result);
         }
         let (db, now) = (self.tasks.db(), self.clock.now());
-        let (kind, component) = (input.device.kind, input.device.component_id);
+        let component = input.device.component_id;
         if let Some(external_id) = learnt.external_id {
-            let owner =
-                crate::drift::store::claim_external_id(db, kind, component, &external_id, now)
+            let clash =
+                crate::drift::store::claim_external_id(db, component, &external_id, now)
                     .await
                     .map_err(activity_error)?;
-            if let Some((other, other_name)) = owner {
-                return Ok(Err(StepFailure::Device(DeviceError::Rejected(format!(
-                    "409 conflict: {kind} {} ({component}) reports external id {external_id}, \
-                     which {kind} {other_name} ({other}) already has",
-                    input.device.name
-                )))));
+            if let Some(clash) = clash {
+                return Ok(Err(StepFailure::Device(DeviceError::Rejected(
+                    clash.error().to_string(),
+                ))));
             }
         }
         let power = steps::power_after(&input.actions);
