@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Alias, Expr, Query};
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter,
     QuerySelect,

@@ -451,8 +451,9 @@ async fn an_external_id_another_component_holds_is_a_409_naming_both_and_the_res
 
     // The holder keeps the id; the clashing shelf's other values, and every other row, are
     // recorded.
+    let app = &h.app;
     let shelf = |id: String| async move {
-        h.app.get(&format!("/v1/components/{id}")).await.body["component"].clone()
+        app.get(&format!("/v1/components/{id}")).await.body["component"].clone()
     };
     let (c0, c1) = (shelf(pwr0.clone()).await, shelf(pwr1.clone()).await);
     assert_eq!(c1["external_id"], mac(1, 5, 0));

@@ -56,6 +56,12 @@ pub struct FinishInput {
     pub task_id: Uuid,
     pub status: TaskStatus,
     pub message: String,
+    /// The run was cancelled from outside Flow (not with [`FLOW_CANCEL_REASON`]): the task's
+    /// end is audited under the actor `temporal`.
+    ///
+    /// [`FLOW_CANCEL_REASON`]: crate::tasks::engine::FLOW_CANCEL_REASON
+    #[serde(default)]
+    pub cancelled_outside: bool,
 }
 
 /// Everything activities need, shared by all of them.
@@ -297,9 +303,15 @@ impl RackActivities {
         _ctx: ActivityContext,
         input: FinishInput,
     ) -> Result<(), ActivityError> {
-        self.tasks
-            .finish(input.task_id.into(), input.status, &input.message)
-            .await
-            .map_err(activity_error)
+        let finished = if input.cancelled_outside {
+            self.tasks
+                .finish_cancelled_outside(input.task_id.into())
+                .await
+        } else {
+            self.tasks
+                .finish(input.task_id.into(), input.status, &input.message)
+                .await
+        };
+        finished.map_err(activity_error)
     }
 }
