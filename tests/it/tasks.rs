@@ -372,7 +372,11 @@ async fn a_task_whose_workflow_was_terminated_is_reconciled_as_failed(ops: Ops) 
 
 /// Audit rows of `id` under the actor `temporal`.
 async fn temporal_rows(ops: &Ops, id: &str) -> Vec<Value> {
-    let audit = ops.app.get("/v1/audit?actor=temporal&limit=1000").await.body;
+    let audit = ops
+        .app
+        .get("/v1/audit?actor=temporal&limit=1000")
+        .await
+        .body;
     audit["items"]
         .as_array()
         .unwrap()
@@ -410,7 +414,10 @@ async fn a_task_whose_workflow_was_cancelled_outside_flow_is_cancelled_with_a_te
     assert_eq!(rows[0]["resource_type"], "task");
     assert_eq!(rows[0]["before"]["status"], "running", "{rows:?}");
     assert_eq!(rows[0]["after"]["status"], "cancelled", "{rows:?}");
-    assert_eq!(rows[0]["after"]["found"], "workflow run cancelled", "{rows:?}");
+    assert_eq!(
+        rows[0]["after"]["found"], "workflow run cancelled",
+        "{rows:?}"
+    );
     let fixed = reconciler(&ops)
         .reconcile("test-reconciler", Duration::from_secs(60))
         .await

@@ -490,7 +490,9 @@ async fn an_external_id_another_component_holds_is_a_409_naming_both_and_the_res
     assert_eq!((problem.status, problem.code.as_str()), (409, "duplicate"));
     assert_eq!(problem.detail, text);
     assert!(
-        text.contains("r0001-gpu01") && text.contains("r0001-gpu00") && text.contains("cloned-board"),
+        text.contains("r0001-gpu01")
+            && text.contains("r0001-gpu00")
+            && text.contains("cloned-board"),
         "{text}"
     );
     assert_eq!(shelf(gpu0).await["external_id"], "cloned-board");

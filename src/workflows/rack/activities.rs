@@ -200,10 +200,9 @@ impl RackActivities {
         let (db, now) = (self.tasks.db(), self.clock.now());
         let component = input.device.component_id;
         if let Some(external_id) = learnt.external_id {
-            let clash =
-                crate::drift::store::claim_external_id(db, component, &external_id, now)
-                    .await
-                    .map_err(activity_error)?;
+            let clash = crate::drift::store::claim_external_id(db, component, &external_id, now)
+                .await
+                .map_err(activity_error)?;
             if let Some(clash) = clash {
                 return Ok(Err(StepFailure::Device(DeviceError::Rejected(
                     clash.error().to_string(),

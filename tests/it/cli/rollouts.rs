@@ -134,7 +134,11 @@ async fn pause_and_resume_at_the_approval_gate(ops: &Ops, url: &str, id: &str) {
     assert_eq!(status_of(&approved), "paused", "{approved}");
     // The run took the approval and holds before wave 2, still paused.
     wait_rollout(&ops.app, id, 60, |r| {
-        r["status"] == "paused" && r["message"].as_str().unwrap_or("").contains("before wave 2")
+        r["status"] == "paused"
+            && r["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("before wave 2")
     })
     .await;
     let resumed = steer("resume").await;
@@ -155,7 +159,11 @@ async fn pause_and_resume_at_the_approval_gate(ops: &Ops, url: &str, id: &str) {
             let s = |v: &serde_json::Value| v.as_str().unwrap().to_string();
             (
                 row["id"].as_str().unwrap_or_default().to_string(),
-                format!("{} {}", s(&row["after"]["command"]), s(&row["before"]["status"])),
+                format!(
+                    "{} {}",
+                    s(&row["after"]["command"]),
+                    s(&row["before"]["status"])
+                ),
                 s(&row["after"]["status"]),
             )
         })

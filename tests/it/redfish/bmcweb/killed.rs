@@ -51,7 +51,13 @@ async fn killed_mid_update() {
     let mut first = FlowProcess::spawn(&["worker"], &vars);
     let http = Http::new(port);
     http.wait_up(&api).await;
-    let c1 = tray("compute", "gbk-c1", "1583124820080", "3c:6d:66:0e:db:dc", &compute);
+    let c1 = tray(
+        "compute",
+        "gbk-c1",
+        "1583124820080",
+        "3c:6d:66:0e:db:dc",
+        &compute,
+    );
     let created = http
         .call("POST", "/v1/expected-racks", Some(&rack("gbk", vec![c1])))
         .await;
@@ -74,13 +80,17 @@ async fn killed_mid_update() {
     let task_id = r.body["task_ids"][0].as_str().unwrap().to_string();
 
     // Kill once the image is on the BMC and its task monitor has answered "running".
-    eventually(Duration::from_secs(90), "the push's task is followed", || {
-        let state = state.clone();
-        async move {
-            let b = state.lock().unwrap();
-            (b.tasks.pushes.len() == 1 && b.requests.iter().any(|r| r == MONITOR)).then_some(())
-        }
-    })
+    eventually(
+        Duration::from_secs(90),
+        "the push's task is followed",
+        || {
+            let state = state.clone();
+            async move {
+                let b = state.lock().unwrap();
+                (b.tasks.pushes.len() == 1 && b.requests.iter().any(|r| r == MONITOR)).then_some(())
+            }
+        },
+    )
     .await;
     let _ = std::process::Command::new("kill")
         .args(["-KILL", &first.pid().to_string()])
@@ -92,7 +102,10 @@ async fn killed_mid_update() {
     let task = http.wait_task_end(&task_id, Duration::from_secs(180)).await;
     assert_eq!(task["status"], "succeeded", "{task}");
     let step = &task["stages"][0]["components"][0];
-    assert_eq!(step["attempts"], 2, "the killed attempt, then one more: {task}");
+    assert_eq!(
+        step["attempts"], 2,
+        "the killed attempt, then one more: {task}"
+    );
     let b = state.lock().unwrap();
     assert_eq!(b.tasks.pushes.len(), 1, "pushed once: {:?}", b.requests);
     let pushes = b
