@@ -397,8 +397,8 @@ async fn a_task_whose_workflow_was_cancelled_outside_flow_is_cancelled_with_a_te
     let bin = std::env::var("FLOW_TEST_TEMPORAL_BIN").unwrap_or_else(|_| "temporal".into());
     let address = crate::support::ops::temporal_address();
     let out = std::process::Command::new(bin)
-        .args(["workflow", "cancel", "--namespace", "flow", "--reason"])
-        .args(["operator stop", "--workflow-id", &id, "--address"])
+        .args(["workflow", "cancel", "--namespace", "flow"])
+        .args(["--workflow-id", &id, "--address"])
         .arg(address.trim_start_matches("http://"))
         .output()
         .expect("run the temporal CLI");
