@@ -177,7 +177,8 @@ async fn steer(state: &AppState, id: &str, command: Command) -> ApiResult<Respon
 /// Pause a rollout
 ///
 /// No new rack starts; racks already running finish. The rollout shows `paused` once its run
-/// has taken the command.
+/// has taken the command, also when it was `awaiting_approval`: an approval sent while paused
+/// is kept, and the rollout stays paused until resumed.
 #[utoipa::path(post, path = "/v1/rollouts/{id}/pause", tag = ROLLOUTS, security(("access" = ["operator"])), params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     responses(
         (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),
@@ -195,7 +196,9 @@ pub async fn pause_rollout(
 /// Resume a paused rollout
 ///
 /// Racks start again where the pause stopped them (or the next wave starts, when the pause
-/// came between waves). Resuming a rollout that is not paused changes nothing.
+/// came between waves). A rollout paused at its approval gate returns to `awaiting_approval`
+/// (unless it was approved meanwhile: then it runs on). Resuming a rollout that is not paused
+/// changes nothing.
 #[utoipa::path(post, path = "/v1/rollouts/{id}/resume", tag = ROLLOUTS, security(("access" = ["operator"])), params(("id" = uuid::Uuid, Path, description = "Rollout id")),
     responses(
         (status = 202, description = "Command delivered; the rollout as it was", body = RolloutDoc),

@@ -261,7 +261,7 @@ pub async fn run(
             let reply = match action {
                 "/pause" => settled(client, &path(id, ""), reply, |s| s == "paused").await?,
                 "/resume" => settled(client, &path(id, ""), reply, |s| s != "paused").await?,
-                _ => reply,
+                _ => settled(client, &path(id, ""), reply, |s| s != "awaiting_approval").await?,
             };
             output::emit(format, &reply.text, &reply.body, rollout_view);
         }

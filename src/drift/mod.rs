@@ -31,7 +31,8 @@ pub enum DiffKind {
     Mismatch,
     /// Its manager or the device did not answer.
     Unreachable,
-    /// Its manager or the device answered but refused (credentials, discovery failed).
+    /// Its manager or the device answered but refused (credentials, discovery failed), or
+    /// reported an external id another component holds (a `409` conflict naming both).
     Rejected,
 }
 

@@ -78,6 +78,9 @@ impl DriftSync {
             return Ok(SyncRun::Skipped);
         }
         let mut walk = Walk::start(&self.db, &self.observer, self.page).await;
+        // Components whose reported external id another one holds: each is reported as its
+        // own `rejected` drift row while every other sighting is recorded.
+        let mut clashes = Vec::new();
         while let Some(sightings) = walk.next_page().await? {
             if sightings.is_empty() {
                 continue;
@@ -86,7 +89,7 @@ impl DriftSync {
             let Some(txn) = self.write_holding(holder, now).await? else {
                 return Ok(SyncRun::Skipped);
             };
-            store::record_sightings(&txn, &sightings, now).await?;
+            clashes.extend(store::record_sightings(&txn, &sightings, now).await?);
             txn.commit().await?;
         }
         let outcome = walk.finish();
@@ -95,9 +98,13 @@ impl DriftSync {
             return Ok(SyncRun::Skipped);
         };
         let (mut answered, mut unreachable, mut drift) = (Vec::new(), Vec::new(), 0);
-        for source in outcome.sources {
+        for mut source in outcome.sources {
             match &source.error {
                 None => {
+                    for clash in clashes.iter().filter(|c| c.kind == source.kind) {
+                        tracing::warn!(source = %source.source, error = %clash.error(), "drift sync: external id clash");
+                        source.diffs.push(clash.diff());
+                    }
                     store::replace_source(&txn, &source.source, &source.diffs, now).await?;
                     drift += source.diffs.len();
                     answered.push(source.source);

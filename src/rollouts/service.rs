@@ -291,18 +291,34 @@ impl RolloutService {
         engine.signal(id, command).await.map_err(engine_error)?;
         let change = audit::Change::new("rollout", id)
             .before(Some(serde_json::json!({"status": rollout.status.as_str()})))
-            .after(Some(steered(rollout.status, command)));
+            .after(Some(steered(&rollout, command)));
         audit::record(&self.db, change, self.clock.now()).await?;
         Ok(rollout)
     }
 }
 
-/// The audit document of a delivered command: the command and the status it leads to.
-fn steered(before: RolloutStatus, command: Command) -> serde_json::Value {
+/// Whether the rollout stands at its approval gate (after the canary, not approved yet).
+fn at_approval_gate(rollout: &Rollout) -> bool {
+    rollout.spec.strategy.approval_after_canary
+        && !rollout.approved
+        && rollout.current_wave == Some(1)
+        && rollout.waves.first().is_some_and(|w| w.canary)
+}
+
+/// The audit document of a delivered command: the command and the status it leads to. A pause
+/// at the approval gate shows `paused`, and its resume returns to `awaiting_approval`; an
+/// approval while paused keeps the rollout paused until it is resumed.
+fn steered(rollout: &Rollout, command: Command) -> serde_json::Value {
+    let before = rollout.status;
+    let paused = before == RolloutStatus::Paused;
     let (name, status) = match command {
         Command::Pause => ("pause", RolloutStatus::Paused),
-        Command::Resume if before == RolloutStatus::Paused => ("resume", RolloutStatus::Running),
+        Command::Resume if paused && at_approval_gate(rollout) => {
+            ("resume", RolloutStatus::AwaitingApproval)
+        }
+        Command::Resume if paused => ("resume", RolloutStatus::Running),
         Command::Resume => ("resume", before),
+        Command::Approve if paused => ("approve", RolloutStatus::Paused),
         Command::Approve => ("approve", RolloutStatus::Running),
         Command::Abort { .. } => ("abort", RolloutStatus::Aborted),
     };

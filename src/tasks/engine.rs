@@ -9,6 +9,10 @@ use crate::error::Error;
 use crate::ids::TaskId;
 use crate::operations::plan::Plan;
 
+/// The reason Flow gives Temporal when it cancels a task's run: the run tells a cancel of
+/// Flow's own (already recorded and audited) from one sent from outside by it.
+pub const FLOW_CANCEL_REASON: &str = "cancelled by user through Flow";
+
 /// What the engine says about a task's run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunState {

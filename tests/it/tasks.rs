@@ -19,6 +19,14 @@ ops_on_both_backends!(
         s.slow_serials.insert("SN-0001-compute-00".into());
         s.slow_latency = Duration::from_secs(60);
     }),
+    a_task_whose_workflow_was_cancelled_outside_flow_is_cancelled_with_a_temporal_audit_row: |b: OpsBuilder| b.sim(|s| {
+        s.slow_serials.insert("SN-0001-compute-00".into());
+        s.slow_latency = Duration::from_secs(60);
+    }),
+    a_cancel_through_flow_is_audited_once_under_its_caller_not_temporal: |b: OpsBuilder| b.sim(|s| {
+        s.slow_serials.insert("SN-0001-compute-00".into());
+        s.slow_latency = Duration::from_secs(60);
+    }),
     the_reconciler_lease_is_held_by_one_process_at_a_time,
     a_bring_up_powers_the_rack_on_then_brings_firmware_to_the_desired_version: |b: OpsBuilder| b.sim(|s| {
         s.firmware_duration = Duration::from_millis(200);
@@ -362,6 +370,83 @@ async fn a_task_whose_workflow_was_terminated_is_reconciled_as_failed(ops: Ops) 
         0,
         "a second pass has nothing to fix"
     );
+}
+
+/// Audit rows of `id` under the actor `temporal`.
+async fn temporal_rows(ops: &Ops, id: &str) -> Vec<Value> {
+    let audit = ops
+        .app
+        .get("/v1/audit?actor=temporal&limit=1000")
+        .await
+        .body;
+    audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["resource_id"] == id)
+        .cloned()
+        .collect()
+}
+
+async fn a_task_whose_workflow_was_cancelled_outside_flow_is_cancelled_with_a_temporal_audit_row(
+    ops: Ops,
+) {
+    ops.app.create_rack(&gb200_rack(1, 1)).await;
+    let r = ops.operate("power-on", &rack("rack-0001")).await;
+    let id = r.body["task_ids"][0].as_str().unwrap().to_string();
+    ops.wait_task(&id, |t| t["status"] == "running").await;
+    // From outside Flow, as an operator with the `temporal` CLI would.
+    let bin = std::env::var("FLOW_TEST_TEMPORAL_BIN").unwrap_or_else(|_| "temporal".into());
+    let address = crate::support::ops::temporal_address();
+    let out = std::process::Command::new(bin)
+        .args(["workflow", "cancel", "--namespace", "flow"])
+        .args(["--workflow-id", &id, "--address"])
+        .arg(address.trim_start_matches("http://"))
+        .output()
+        .expect("run the temporal CLI");
+    assert!(out.status.success(), "{out:?}");
+    // The run hears the cancel itself (its slow step stops) and records how it ended.
+    let task = ops.wait_task(&id, |t| t["status"] == "cancelled").await;
+    assert!(
+        task["message"].as_str().unwrap().contains("outside Flow"),
+        "{task}"
+    );
+    let rows = temporal_rows(&ops, &id).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["resource_type"], "task");
+    assert_eq!(rows[0]["before"]["status"], "running", "{rows:?}");
+    assert_eq!(rows[0]["after"]["status"], "cancelled", "{rows:?}");
+    assert_eq!(
+        rows[0]["after"]["found"], "workflow run cancelled",
+        "{rows:?}"
+    );
+    let fixed = reconciler(&ops)
+        .reconcile("test-reconciler", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(fixed, 0, "nothing left for the reconciler");
+    assert_eq!(temporal_rows(&ops, &id).await.len(), 1);
+}
+
+async fn a_cancel_through_flow_is_audited_once_under_its_caller_not_temporal(ops: Ops) {
+    ops.app.create_rack(&gb200_rack(1, 1)).await;
+    let r = ops.operate("power-on", &rack("rack-0001")).await;
+    let id = r.body["task_ids"][0].as_str().unwrap().to_string();
+    ops.wait_task(&id, |t| t["status"] == "running").await;
+    let cancelled = ops.app.post_empty(&format!("/v1/tasks/{id}/cancel")).await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
+    let task = ops.wait_task(&id, |t| t["status"] == "cancelled").await;
+    assert_eq!(task["message"], "cancelled by user", "{task}");
+    // The run has ended (its own bookkeeping ran) and wrote nothing under `temporal`.
+    use flow::tasks::WorkflowEngine as _;
+    let engine = flow::workflows::TemporalEngine::new(ops.client.clone(), ops.task_queue.clone());
+    let task_id: flow::ids::TaskId = id.parse::<uuid::Uuid>().unwrap().into();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while engine.state(task_id).await.unwrap() != Some(flow::tasks::engine::RunState::Cancelled) {
+        assert!(tokio::time::Instant::now() < deadline, "the run ends");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(temporal_rows(&ops, &id).await.is_empty());
 }
 
 async fn the_reconciler_lease_is_held_by_one_process_at_a_time(ops: Ops) {

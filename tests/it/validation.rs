@@ -117,6 +117,7 @@ mod managed {
         validation_reports_missing_unexpected_and_mismatched_firmware,
         a_manager_that_does_not_answer_is_unreachable_not_missing_and_its_drift_is_kept_stale,
         drift_sync_records_drift_and_observed_fields_without_touching_expected_data,
+        an_external_id_another_component_holds_is_a_409_naming_both_and_the_rest_is_recorded,
         two_processes_syncing_at_once_write_once,
         a_sync_one_device_at_a_time_records_what_a_single_pass_does,
         bad_validation_input_is_refused_naming_the_field,
@@ -398,6 +399,104 @@ async fn drift_sync_records_drift_and_observed_fields_without_touching_expected_
         still["since"], first_missing["since"],
         "a persisting drift keeps its since"
     );
+}
+
+/// Gives `component` the external id `id` in the database, as a stale registration would.
+async fn hold_external_id(h: &Harness, component: &str, id: &str) {
+    use flow::db::entities::components;
+    use sea_orm::sea_query::Expr;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    components::Entity::update_many()
+        .col_expr(components::Column::ExternalId, Expr::value(id))
+        .filter(components::Column::Id.eq(component.parse::<uuid::Uuid>().unwrap()))
+        .exec(&h.app.db.db)
+        .await
+        .unwrap();
+}
+
+async fn an_external_id_another_component_holds_is_a_409_naming_both_and_the_rest_is_recorded(
+    h: Harness,
+) {
+    let rack = h.drifted_rack().await;
+    let (pwr0, pwr1) = (
+        component_id(&rack, "r0001-pwr0"),
+        component_id(&rack, "r0001-pwr1"),
+    );
+    // PSM reports pwr0 by its MAC, which pwr1 (never seen) already holds.
+    hold_external_id(&h, &pwr1, &mac(1, 5, 0)).await;
+    match h.sync().run_once("a").await.unwrap() {
+        SyncRun::Ran {
+            drift, unreachable, ..
+        } => {
+            assert_eq!(drift, 4, "mismatch, missing, unexpected and the clash");
+            assert!(unreachable.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    let r = h.app.get("/v1/drift?kind=rejected").await;
+    assert_eq!(r.body["total"], 1, "{}", r.text);
+    let d = &r.body["items"][0];
+    assert_eq!(d["component_id"], pwr0.as_str());
+    assert_eq!(d["external_id"], mac(1, 5, 0));
+    let message = d["message"].as_str().unwrap();
+    for part in ["409 conflict", "r0001-pwr0", "r0001-pwr1", &pwr0, &pwr1] {
+        assert!(message.contains(part), "{part} in {message}");
+    }
+    let lower = message.to_lowercase();
+    assert!(
+        !lower.contains("unique") && !lower.contains("duplicate key"),
+        "{message}"
+    );
+    assert_eq!(h.app.get("/v1/drift").await.body["total"], 4);
+
+    // The holder keeps the id; the clashing shelf's other values, and every other row, are
+    // recorded.
+    let app = &h.app;
+    let shelf = |id: String| async move {
+        app.get(&format!("/v1/components/{id}")).await.body["component"].clone()
+    };
+    let (c0, c1) = (shelf(pwr0.clone()).await, shelf(pwr1.clone()).await);
+    assert_eq!(c1["external_id"], mac(1, 5, 0));
+    assert!(c0["external_id"].is_null(), "{c0}");
+    assert_eq!(c0["observed_firmware_version"], "1.1.9");
+    assert_eq!(c0["power_state"], "off");
+    assert!(c0["last_seen_at"].is_string(), "{c0}");
+    let tray = shelf(component_id(&rack, "r0001-gpu00")).await;
+    assert_eq!(tray["power_state"], "off");
+    assert!(tray["last_seen_at"].is_string(), "{tray}");
+
+    // Two trays reporting one id in one write: the first gets it, the second names it.
+    let (gpu0, gpu1) = (
+        component_id(&rack, "r0001-gpu00"),
+        component_id(&rack, "r0001-gpu01"),
+    );
+    let sighting = |id: &str| flow::drift::compare::Sighting {
+        component_id: id.parse().unwrap(),
+        external_id: Some("cloned-board".into()),
+        firmware_version: None,
+        power: None,
+    };
+    let clashes = flow::drift::store::record_sightings(
+        &h.app.db.db,
+        &[sighting(&gpu0), sighting(&gpu1)],
+        chrono::Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(clashes.len(), 1, "{clashes:?}");
+    let error = clashes[0].error();
+    let text = error.to_string();
+    let problem = flow::api::problem::Problem::from(error);
+    assert_eq!((problem.status, problem.code.as_str()), (409, "duplicate"));
+    assert_eq!(problem.detail, text);
+    assert!(
+        text.contains("r0001-gpu01")
+            && text.contains("r0001-gpu00")
+            && text.contains("cloned-board"),
+        "{text}"
+    );
+    assert_eq!(shelf(gpu0).await["external_id"], "cloned-board");
+    assert!(shelf(gpu1).await["external_id"].is_null());
 }
 
 /// Drift rows as (source, kind, component, address), sorted: what two syncs must agree on.

@@ -42,7 +42,8 @@ impl ValidationRequest {
 
 /// `missing` (expected, its manager does not have it), `unexpected` (its manager has it, Flow
 /// does not), `mismatch` (compared fields differ), `unreachable` (the manager or device did not
-/// answer), `rejected` (it answered but refused: credentials, discovery failed).
+/// answer), `rejected` (it answered but refused: credentials, discovery failed; or it reported an
+/// external id another component holds, a `409 conflict` naming both in `message`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DiffKindDoc {

@@ -48,7 +48,7 @@ impl TaskService {
             TaskStatus::Waiting => {}
             TaskStatus::Pending | TaskStatus::Running => self
                 .engine
-                .cancel(id, "cancelled by user")
+                .cancel(id, crate::tasks::engine::FLOW_CANCEL_REASON)
                 .await
                 .map_err(engine_error)?,
         }

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::audit::{self, Change, Context};
 use crate::db::lease;
 use crate::error::Result;
-use crate::ids::RackId;
+use crate::ids::{RackId, TaskId};
 use crate::tasks::engine::{RunState, engine_error};
 use crate::tasks::model::{StepStatus, Task, TaskStatus};
 use crate::tasks::{TaskService, store};
@@ -53,7 +53,11 @@ impl TaskService {
                     fixed += 1;
                 }
                 Verdict::External(status, found) => {
-                    self.finish_external(&task, status, found).await?;
+                    let message = format!(
+                        "{} (reconciled: the workflow run was {found} outside Flow)",
+                        status.as_str()
+                    );
+                    self.finish_external(&task, status, found, &message).await?;
                     fixed += 1;
                 }
             }
@@ -72,17 +76,19 @@ impl TaskService {
     /// Ends a task whose run was `found` (terminated, cancelled) by someone else than Flow's own
     /// bookkeeping (the `temporal` CLI, the Temporal UI): the row changes with an audit entry
     /// under the actor `temporal`, in one transaction, so the audit log says who ended it.
-    async fn finish_external(&self, task: &Task, status: TaskStatus, found: &str) -> Result<()> {
-        let message = format!(
-            "{} (reconciled: the workflow run was {found} outside Flow)",
-            status.as_str()
-        );
+    async fn finish_external(
+        &self,
+        task: &Task,
+        status: TaskStatus,
+        found: &str,
+        message: &str,
+    ) -> Result<()> {
         let context = Context::new("temporal", None, "RECONCILE", "temporal", None);
         let now = self.clock.now();
         let changed = audit::scope(Arc::new(context), async {
             let txn = crate::db::begin_write(&self.db).await?;
             let from = [TaskStatus::Pending, TaskStatus::Running];
-            let changed = store::transition(&txn, task.id, &from, status, &message, now).await?;
+            let changed = store::transition(&txn, task.id, &from, status, message, now).await?;
             if changed {
                 let change = Change::new("task", task.id)
                     .before(Some(json!({"status": task.status.as_str()})))
@@ -104,6 +110,17 @@ impl TaskService {
             self.promote(ended.rack_id).await?;
         }
         Ok(())
+    }
+
+    /// The run itself heard it was cancelled by someone else than Flow (`temporal workflow
+    /// cancel`, the Temporal UI): the task ends `cancelled` with an audit row under the actor
+    /// `temporal`, as a terminated run does once reconciled. A task Flow already cancelled
+    /// (its own cancel raced the run) keeps its row and its user's audit entry.
+    pub async fn finish_cancelled_outside(&self, id: TaskId) -> Result<()> {
+        let task = store::get(&self.db, id).await?;
+        let message = "cancelled (the workflow run was cancelled outside Flow)";
+        self.finish_external(&task, TaskStatus::Cancelled, "cancelled", message)
+            .await
     }
 
     /// Gives up the reconciler lease (on shutdown).

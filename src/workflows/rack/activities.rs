@@ -68,6 +68,12 @@ pub struct FinishInput {
     pub task_id: Uuid,
     pub status: TaskStatus,
     pub message: String,
+    /// The run was cancelled from outside Flow (not with [`FLOW_CANCEL_REASON`]): the task's
+    /// end is audited under the actor `temporal`.
+    ///
+    /// [`FLOW_CANCEL_REASON`]: crate::tasks::engine::FLOW_CANCEL_REASON
+    #[serde(default)]
+    pub cancelled_outside: bool,
 }
 
 /// Everything activities need, shared by all of them.
@@ -205,18 +211,15 @@ impl RackActivities {
             return Ok(result);
         }
         let (db, now) = (self.tasks.db(), self.clock.now());
-        let (kind, component) = (input.device.kind, input.device.component_id);
+        let component = input.device.component_id;
         if let Some(external_id) = learnt.external_id {
-            let owner =
-                crate::drift::store::claim_external_id(db, kind, component, &external_id, now)
-                    .await
-                    .map_err(activity_error)?;
-            if let Some((other, other_name)) = owner {
-                return Ok(Err(StepFailure::Device(DeviceError::Rejected(format!(
-                    "409 conflict: {kind} {} ({component}) reports external id {external_id}, \
-                     which {kind} {other_name} ({other}) already has",
-                    input.device.name
-                )))));
+            let clash = crate::drift::store::claim_external_id(db, component, &external_id, now)
+                .await
+                .map_err(activity_error)?;
+            if let Some(clash) = clash {
+                return Ok(Err(StepFailure::Device(DeviceError::Rejected(
+                    clash.error().to_string(),
+                ))));
             }
         }
         let power = steps::power_after(&input.actions);
@@ -340,9 +343,15 @@ impl RackActivities {
         _ctx: ActivityContext,
         input: FinishInput,
     ) -> Result<(), ActivityError> {
-        self.tasks
-            .finish(input.task_id.into(), input.status, &input.message)
-            .await
-            .map_err(activity_error)
+        let finished = if input.cancelled_outside {
+            self.tasks
+                .finish_cancelled_outside(input.task_id.into())
+                .await
+        } else {
+            self.tasks
+                .finish(input.task_id.into(), input.status, &input.message)
+                .await
+        };
+        finished.map_err(activity_error)
     }
 }

@@ -94,10 +94,14 @@ async fn end_cancelled(
     ctx: &WorkflowContext<RackOperationWorkflow>,
     task_id: Uuid,
 ) -> WorkflowResult<TaskStatus> {
+    // Flow's own cancel says so in its reason; any other came from outside (the `temporal` CLI
+    // or UI) and is audited as such.
+    let reason = ctx.cancellation_token().reason();
     let finish = FinishInput {
         task_id,
         status: TaskStatus::Cancelled,
         message: "cancelled by user".into(),
+        cancelled_outside: reason.as_deref() != Some(crate::tasks::engine::FLOW_CANCEL_REASON),
     };
     ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
         .await?;
@@ -115,6 +119,7 @@ async fn end_failed(
         task_id,
         status: TaskStatus::Failed,
         message: message.clone(),
+        cancelled_outside: false,
     };
     ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
         .await?;
@@ -283,6 +288,7 @@ impl RackOperationWorkflow {
             task_id,
             status: TaskStatus::Succeeded,
             message: "succeeded".into(),
+            cancelled_outside: false,
         };
         ctx.execute_activity(RackActivities::task_finished, finish, bookkeeping())
             .await?;

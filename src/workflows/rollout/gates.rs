@@ -31,22 +31,32 @@ pub(super) async fn gates(
     Ok(None)
 }
 
-/// After the canary wave, when the strategy asks for it: waits for approval (or an abort).
+/// After the canary wave, when the strategy asks for it: waits for approval (or an abort). A
+/// pause at the gate shows `paused`; a resume before the approval returns to
+/// `awaiting_approval`, and an approval while paused leaves the pause to [`held`].
 async fn approval(ctx: &Ctx, id: Uuid, plan: &RunPlan, wave: u32) -> WorkflowResult<()> {
-    if wave == 1 && plan.canary && plan.strategy.approval_after_canary && !ctx.state(|s| s.approved)
-    {
-        let message = "the canary wave passed; waiting for approval".to_string();
-        status(
-            ctx,
-            id,
-            RolloutStatus::AwaitingApproval,
-            Some(wave),
-            message,
-        )
-        .await?;
-        wait(ctx, |s| s.approved || s.abort.is_some()).await;
+    if wave != 1 || !plan.canary || !plan.strategy.approval_after_canary {
+        return Ok(());
     }
-    Ok(())
+    loop {
+        let (approved, paused) = ctx.state(|s| (s.approved, s.paused));
+        if approved || aborted(ctx) {
+            return Ok(());
+        }
+        let (now, message) = if paused {
+            let message = "paused at the approval gate after the canary wave; resume to wait \
+                           for approval again";
+            (RolloutStatus::Paused, message)
+        } else {
+            let message = "the canary wave passed; waiting for approval";
+            (RolloutStatus::AwaitingApproval, message)
+        };
+        status(ctx, id, now, Some(wave), message.to_string()).await?;
+        wait(ctx, move |s| {
+            s.approved || s.abort.is_some() || s.paused != paused
+        })
+        .await;
+    }
 }
 
 /// The strategy's pause between waves (cut short by an abort).

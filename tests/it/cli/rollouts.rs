@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{flow, serve};
 use crate::ops_on_both_backends;
-use crate::rollouts::{make_racks, wait_status};
+use crate::rollouts::{make_racks, wait_rollout, wait_status};
 use crate::support::ops::{Ops, OpsBuilder};
 
 ops_on_both_backends!(
@@ -68,8 +68,7 @@ async fn the_rollout_cli_plans_creates_approves_and_watches_a_rollout_to_its_exi
     wait_status(&ops.app, &id, "awaiting_approval").await;
     let listed = flow(&url, &["rollout", "list", "--status", "awaiting_approval"]).await;
     assert!(listed.stdout.contains("cli-rollout"), "{listed:#?}");
-    let approved = flow(&url, &["rollout", "approve", &id]).await;
-    assert_eq!(approved.code, 0, "{approved:#?}");
+    pause_and_resume_at_the_approval_gate(&ops, &url, &id).await;
     let watched = flow(&url, &["rollout", "watch", &id]).await;
     assert_eq!(watched.code, 0, "{watched:#?}");
     assert!(
@@ -103,4 +102,87 @@ async fn the_rollout_cli_plans_creates_approves_and_watches_a_rollout_to_its_exi
     assert_eq!(halted.code, 1, "{halted:#?}");
     let missing = flow(&url, &["rollout", "get", &uuid::Uuid::new_v4().to_string()]).await;
     assert_eq!(missing.code, 3, "{missing:#?}");
+}
+
+/// The `status` line of `flow rollout …`'s text output.
+fn status_of(out: &str) -> &str {
+    out.lines()
+        .find_map(|l| l.strip_prefix("status"))
+        .map_or("", str::trim)
+}
+
+/// Pause and resume print the state the command led to: at the approval gate a pause shows
+/// `paused` and its resume returns to `awaiting_approval`; an approval while paused keeps the
+/// rollout paused until resumed, then it runs on. Each command is audited with that status.
+async fn pause_and_resume_at_the_approval_gate(ops: &Ops, url: &str, id: &str) {
+    let steer = |command: &'static str| {
+        let id = id.to_string();
+        async move {
+            let out = flow(url, &["rollout", command, &id]).await;
+            assert_eq!(out.code, 0, "{command}: {out:#?}");
+            assert!(out.stderr.is_empty(), "settled: {out:#?}");
+            out.stdout
+        }
+    };
+    let paused = steer("pause").await;
+    assert_eq!(status_of(&paused), "paused", "{paused}");
+    assert!(paused.contains("approval gate"), "{paused}");
+    let resumed = steer("resume").await;
+    assert_eq!(status_of(&resumed), "awaiting_approval", "{resumed}");
+    assert_eq!(status_of(&steer("pause").await), "paused");
+    let approved = steer("approve").await;
+    assert_eq!(status_of(&approved), "paused", "{approved}");
+    // The run took the approval and holds before wave 2, still paused.
+    wait_rollout(&ops.app, id, 60, |r| {
+        r["status"] == "paused"
+            && r["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("before wave 2")
+    })
+    .await;
+    let resumed = steer("resume").await;
+    assert_ne!(status_of(&resumed), "paused", "{resumed}");
+    assert_ne!(status_of(&resumed), "awaiting_approval", "{resumed}");
+
+    let log = ops
+        .app
+        .get(&format!("/v1/audit?resource=rollout:{id}&limit=100"))
+        .await;
+    assert_eq!(log.status, 200, "{}", log.text);
+    let mut steering: Vec<(String, String, String)> = log.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["after"]["command"].is_string())
+        .map(|row| {
+            let s = |v: &serde_json::Value| v.as_str().unwrap().to_string();
+            (
+                row["id"].as_str().unwrap_or_default().to_string(),
+                format!(
+                    "{} {}",
+                    s(&row["after"]["command"]),
+                    s(&row["before"]["status"])
+                ),
+                s(&row["after"]["status"]),
+            )
+        })
+        .collect();
+    steering.sort();
+    let steps: Vec<(&str, &str)> = steering
+        .iter()
+        .map(|(_, a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("pause awaiting_approval", "paused"),
+            ("resume paused", "awaiting_approval"),
+            ("pause awaiting_approval", "paused"),
+            ("approve paused", "paused"),
+            ("resume paused", "running"),
+        ],
+        "{}",
+        log.body
+    );
 }

@@ -10,6 +10,6 @@ mod queue;
 mod race;
 mod replicas;
 mod shutdown;
-mod support;
+pub(crate) mod support;
 mod temporal;
 mod worker;

@@ -3,6 +3,7 @@
 //! actions checked against their ActionInfo, power as the original maps it, the BMC's reboot.
 
 mod firmware;
+mod killed;
 mod racks;
 mod server;
 mod tree;

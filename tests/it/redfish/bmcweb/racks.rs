@@ -12,13 +12,13 @@ use crate::support::ops::{Ops, OpsBuilder};
 use crate::support::redfish::{TempDir, USER, free_port, next_bmc_ip};
 use flow::inventory::model::ComponentType;
 
-fn tray(kind: &str, name: &str, serial: &str, mac: &str, at: &Handle) -> Value {
+pub(super) fn tray(kind: &str, name: &str, serial: &str, mac: &str, at: &Handle) -> Value {
     json!({"type": kind, "name": name, "manufacturer": "NVIDIA", "model": "GB200",
         "serial_number": serial,
         "bmcs": [{"type": "host", "mac_address": mac, "ip_address": at.ip}]})
 }
 
-fn rack(name: &str, components: Vec<Value>) -> Value {
+pub(super) fn rack(name: &str, components: Vec<Value>) -> Value {
     json!({"name": name, "manufacturer": "NVIDIA", "serial_number": format!("RACK-{name}"),
         "components": components})
 }
@@ -324,7 +324,7 @@ async fn a_retried_firmware_step_follows_the_same_task_and_never_pushes_twice() 
 }
 
 /// A catalog with a pushed bundle (`25.06-2`) and a fetched image (`by-uri`) for compute trays.
-fn push_or_fetch_catalog(dir: &TempDir) -> std::path::PathBuf {
+pub(super) fn push_or_fetch_catalog(dir: &TempDir) -> std::path::PathBuf {
     let file = dir.write("gb200.fwpkg", r#"{"install": {"FW_BMC_0": "25.06-2"}}"#);
     dir.write(
         "catalog.toml",
