@@ -8,6 +8,8 @@ pub mod components;
 pub mod doc_pass;
 pub mod extract;
 pub mod follow;
+pub mod health_reports;
+pub mod holds;
 pub mod metrics;
 pub mod nvl_domains;
 pub mod openapi;
@@ -55,6 +57,8 @@ pub(crate) fn api_router() -> OpenApiRouter<AppState> {
         .merge(validation::routes())
         .merge(schedules::routes())
         .merge(rollouts::routes())
+        .merge(holds::routes())
+        .merge(health_reports::routes())
         .merge(system::routes())
         .merge(tokens::routes())
         .merge(audit::routes())

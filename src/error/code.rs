@@ -30,6 +30,8 @@ pub enum Code {
     EngineUnavailable,
     /// The caller's role may not do this.
     Forbidden,
+    /// A target is held (`POST /v1/holds`); `errors` names every hold in the way.
+    Held,
     /// An `Idempotency-Key` was reused with a different request.
     IdempotencyKeyReused,
     /// A bug or an impossible state; the details are in the server log.
@@ -56,6 +58,9 @@ pub enum Code {
     NotDeleted,
     /// No such resource or route.
     NotFound,
+    /// A target is not ready (a `PreventOperations` alert, a BMC last seen unreachable, an
+    /// NVLink domain's compute trays still on); `errors` names each.
+    NotReady,
     /// A one-time schedule has already fired.
     OneTimeConsumed,
     /// The body is larger than the server accepts.
@@ -90,7 +95,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in wire-name order.
-    pub const ALL: [Code; 37] = [
+    pub const ALL: [Code; 39] = [
         Self::AttachedElsewhere,
         Self::ComponentElsewhere,
         Self::ConcurrentUpdate,
@@ -100,6 +105,7 @@ impl Code {
         Self::Duplicate,
         Self::EngineUnavailable,
         Self::Forbidden,
+        Self::Held,
         Self::IdempotencyKeyReused,
         Self::Internal,
         Self::Invalid,
@@ -113,6 +119,7 @@ impl Code {
         Self::NotCancellable,
         Self::NotDeleted,
         Self::NotFound,
+        Self::NotReady,
         Self::OneTimeConsumed,
         Self::PayloadTooLarge,
         Self::PreconditionFailed,
@@ -142,6 +149,7 @@ impl Code {
             Self::Duplicate => "duplicate",
             Self::EngineUnavailable => "engine_unavailable",
             Self::Forbidden => "forbidden",
+            Self::Held => "held",
             Self::IdempotencyKeyReused => "idempotency_key_reused",
             Self::Internal => "internal",
             Self::Invalid => "invalid",
@@ -155,6 +163,7 @@ impl Code {
             Self::NotCancellable => "not_cancellable",
             Self::NotDeleted => "not_deleted",
             Self::NotFound => "not_found",
+            Self::NotReady => "not_ready",
             Self::OneTimeConsumed => "one_time_consumed",
             Self::PayloadTooLarge => "payload_too_large",
             Self::PreconditionFailed => "precondition_failed",

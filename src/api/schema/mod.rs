@@ -6,6 +6,7 @@ pub mod component;
 pub mod drift;
 pub mod nvl;
 pub mod operation;
+pub mod readiness;
 pub mod rack;
 pub mod rollout;
 pub mod rollout_view;

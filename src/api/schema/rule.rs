@@ -350,4 +350,7 @@ impl From<RackPreview> for RackPlanDoc {
 pub struct DryRunDoc {
     pub dry_run: bool,
     pub racks: Vec<RackPlanDoc>,
+    /// Every hold and not-ready component in the way (the submission would answer `409`
+    /// `held` / `not_ready` unless it sets `override_readiness_check`).
+    pub blockers: Vec<super::readiness::ReadinessBlockerDoc>,
 }

@@ -1,5 +1,5 @@
 //! Submitting work, along the path: validate → check the requested rule → resolve the targets →
-//! decide each rack with the one planner (rule, plan, capability, admission under the rack's
+//! check readiness (holds, health alerts: `readiness`) → decide each rack with the one planner (rule, plan, capability, admission under the rack's
 //! lock) → create the tasks and start the runs of those that start at once (both through
 //! `lifecycle`, the one writer). The dry run (`preview`) is the same planner without the writes;
 //! `idempotency` makes a retried request return the first answer.
@@ -12,6 +12,7 @@ mod capability;
 mod idempotency;
 pub mod planner;
 pub mod preview;
+pub mod readiness;
 mod refusal;
 mod withdraw;
 
@@ -104,6 +105,7 @@ impl TaskService {
                 "the workflow engine is not connected".into(),
             )));
         }
+        self.check_readiness(spec, request_id, &work).await?;
         let mut submission = Submission {
             request_id,
             task_ids: Vec::new(),
@@ -148,6 +150,22 @@ impl TaskService {
             return Err(refusal::refusal(&submission.rejected));
         }
         Ok(submission)
+    }
+
+    /// Holds and not-ready targets refuse the whole request before anything is written; an
+    /// override goes past them and is recorded (audit log and `readiness_overrides`).
+    async fn check_readiness(
+        &self,
+        spec: &OperationSpec,
+        request_id: OperationRequestId,
+        work: &[RackWork],
+    ) -> Result<()> {
+        let overridden = readiness::admit(&self.db, spec, work, self.clock.now()).await?;
+        if !overridden.is_empty() {
+            readiness::record_override(&self.db, request_id, &overridden, self.clock.now())
+                .await?;
+        }
+        Ok(())
     }
 
     /// Decides one rack under its lock and, unless refused, creates its task in the same
@@ -200,6 +218,14 @@ impl TaskService {
             rack_name: rack.rack_name.clone(),
             plan,
         }))
+    }
+
+    /// Every hold and not-ready component in the way of `spec` (the dry run's blockers).
+    pub async fn readiness_blockers(&self, spec: &OperationSpec) -> Result<Vec<readiness::Obstacle>> {
+        preview::check(&self.db, spec).await?;
+        let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
+        let scope = readiness::Scope::of(&work);
+        readiness::obstacles(&self.db, &spec.operation, &scope, self.clock.now()).await
     }
 
     /// What submitting `spec` would do on each rack, without doing it.
