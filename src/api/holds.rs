@@ -46,16 +46,18 @@ pub struct ListHoldsQuery {
 }
 
 fn target(v: &mut Violations, t: &HoldTargetRequest) -> Option<HoldRef> {
-    let by_id_or_name = |v: &mut Violations, field: &str, id: Option<uuid::Uuid>, name: &Option<String>| {
-        match (id, name.as_deref().map(str::trim).filter(|n| !n.is_empty())) {
+    let by_id_or_name =
+        |v: &mut Violations, field: &str, id: Option<uuid::Uuid>, name: &Option<String>| match (
+            id,
+            name.as_deref().map(str::trim).filter(|n| !n.is_empty()),
+        ) {
             (Some(id), None) => Some(id.to_string()),
             (None, Some(name)) => Some(name.to_string()),
             _ => {
                 v.push(field, "give exactly one of id or name");
                 None
             }
-        }
-    };
+        };
     match (&t.rack, &t.component, &t.nvl_domain) {
         (Some(r), None, None) => by_id_or_name(v, "target.rack", r.id, &r.name).map(HoldRef::Rack),
         (None, Some(c), None) => Some(HoldRef::Component(c.id)),
@@ -63,7 +65,10 @@ fn target(v: &mut Violations, t: &HoldTargetRequest) -> Option<HoldRef> {
             by_id_or_name(v, "target.nvl_domain", d.id, &d.name).map(HoldRef::NvlDomain)
         }
         _ => {
-            v.push("target", "give exactly one of rack, component or nvl_domain");
+            v.push(
+                "target",
+                "give exactly one of rack, component or nvl_domain",
+            );
             None
         }
     }
@@ -93,7 +98,11 @@ pub async fn create_hold(
     }
     v.finish()?;
     let Some(target) = target else {
-        return Err(Problem::new(StatusCode::BAD_REQUEST, Code::InvalidInput, "target"));
+        return Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            Code::InvalidInput,
+            "target",
+        ));
     };
     let new = NewHold {
         target,
@@ -182,6 +191,8 @@ pub async fn delete_hold(
     Err(Problem::new(
         StatusCode::FORBIDDEN,
         Code::Forbidden,
-        format!("hold {id} was created by someone else; only its creator or an admin may delete it"),
+        format!(
+            "hold {id} was created by someone else; only its creator or an admin may delete it"
+        ),
     ))
 }

@@ -119,8 +119,7 @@ async fn submit(
         })
         .into_response());
     }
-    if spec.override_readiness_check && identity.is_none_or(|i| i.role_for(Role::Admin).is_none())
-    {
+    if spec.override_readiness_check && identity.is_none_or(|i| i.role_for(Role::Admin).is_none()) {
         let who = identity.map_or("the caller", |i| i.actor.as_str());
         return Err(Problem::new(
             StatusCode::FORBIDDEN,

@@ -99,8 +99,7 @@ pub async fn put(
     let txn = crate::db::begin_write(db).await?;
     live_component(&txn, component).await?;
     let before = row(&txn, component, source).await?;
-    let alerts_json =
-        serde_json::to_value(alerts).map_err(|e| Error::Internal(e.to_string()))?;
+    let alerts_json = serde_json::to_value(alerts).map_err(|e| Error::Internal(e.to_string()))?;
     health_reports::Entity::insert(health_reports::ActiveModel {
         component_id: Set(component.uuid()),
         source: Set(source.to_string()),

@@ -98,7 +98,9 @@ impl From<holds::Model> for Hold {
 /// Looks the target up: a rack, component or domain that does not exist is a 404 naming it.
 async fn resolve(db: &impl ConnectionTrait, target: &HoldRef) -> Result<HoldTarget> {
     Ok(match target {
-        HoldRef::Rack(id_or_name) => HoldTarget::Rack(resolve_rack(db, id_or_name).await?.id.into()),
+        HoldRef::Rack(id_or_name) => {
+            HoldTarget::Rack(resolve_rack(db, id_or_name).await?.id.into())
+        }
         HoldRef::Component(id) => {
             let row = component_row(db, *id)
                 .await?

@@ -74,13 +74,20 @@ impl TaskService {
 }
 
 /// Fails a waiting task whose targets are now held or not ready; answers whether it did.
-async fn refuse_unready(db: &impl ConnectionTrait, task: &Task, now: DateTime<Utc>) -> Result<bool> {
+async fn refuse_unready(
+    db: &impl ConnectionTrait,
+    task: &Task,
+    now: DateTime<Utc>,
+) -> Result<bool> {
     let scope = readiness::Scope::of_task(db, task).await?;
     let found = readiness::obstacles(db, &task.operation, &scope, now).await?;
     if found.is_empty() || readiness::overridden(db, task.request_id).await? {
         return Ok(false);
     }
-    let code = if found.iter().any(|o| o.code == readiness::ReadinessCode::Held) {
+    let code = if found
+        .iter()
+        .any(|o| o.code == readiness::ReadinessCode::Held)
+    {
         "held"
     } else {
         "not_ready"

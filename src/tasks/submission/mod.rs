@@ -98,14 +98,15 @@ impl TaskService {
         request_id: OperationRequestId,
     ) -> Result<Submission> {
         let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
-        // Refuse before writing anything when the engine is known to be down: a task that
-        // cannot start must never be created (and answered 202). Bad targets still hear 4xx.
+        // Held or not-ready targets, or an engine known to be down, refuse before any write: a
+        // task that cannot start must never be created (and answered 202). Bad targets: 4xx.
+        let overridden = readiness::admit(&self.db, spec, &work, self.clock.now()).await?;
         if !self.engine.available() {
             return Err(engine_error(EngineError::Unavailable(
                 "the workflow engine is not connected".into(),
             )));
         }
-        self.check_readiness(spec, request_id, &work).await?;
+        readiness::record_override(&self.db, request_id, &overridden, self.clock.now()).await?;
         let mut submission = Submission {
             request_id,
             task_ids: Vec::new(),
@@ -150,22 +151,6 @@ impl TaskService {
             return Err(refusal::refusal(&submission.rejected));
         }
         Ok(submission)
-    }
-
-    /// Holds and not-ready targets refuse the whole request before anything is written; an
-    /// override goes past them and is recorded (audit log and `readiness_overrides`).
-    async fn check_readiness(
-        &self,
-        spec: &OperationSpec,
-        request_id: OperationRequestId,
-        work: &[RackWork],
-    ) -> Result<()> {
-        let overridden = readiness::admit(&self.db, spec, work, self.clock.now()).await?;
-        if !overridden.is_empty() {
-            readiness::record_override(&self.db, request_id, &overridden, self.clock.now())
-                .await?;
-        }
-        Ok(())
     }
 
     /// Decides one rack under its lock and, unless refused, creates its task in the same
@@ -221,7 +206,10 @@ impl TaskService {
     }
 
     /// Every hold and not-ready component in the way of `spec` (the dry run's blockers).
-    pub async fn readiness_blockers(&self, spec: &OperationSpec) -> Result<Vec<readiness::Obstacle>> {
+    pub async fn readiness_blockers(
+        &self,
+        spec: &OperationSpec,
+    ) -> Result<Vec<readiness::Obstacle>> {
         preview::check(&self.db, spec).await?;
         let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
         let scope = readiness::Scope::of(&work);

@@ -279,13 +279,7 @@ async fn unreachable(db: &impl ConnectionTrait, scope: &Scope) -> Result<Vec<Obs
             row.source,
             row.checked_at.to_rfc3339()
         );
-        out.extend(component_obstacle(
-            scope,
-            id.into(),
-            "flow",
-            None,
-            message,
-        ));
+        out.extend(component_obstacle(scope, id.into(), "flow", None, message));
     }
     Ok(out)
 }
@@ -332,7 +326,10 @@ async fn nvlink_compute_on(
         .all(db)
         .await?;
     let mut out = Vec::new();
-    for tray in trays.into_iter().filter(|t| !targeted.contains(&t.id.into())) {
+    for tray in trays
+        .into_iter()
+        .filter(|t| !targeted.contains(&t.id.into()))
+    {
         let tray_rack = domain_racks.iter().find(|r| Some(r.id) == tray.rack_id);
         let Some(tray_rack) = tray_rack else { continue };
         let domain = tray_rack.nvl_domain_id.map(NvlDomainId::from);
@@ -370,11 +367,7 @@ fn nvlink_obstacle(
 /// names each hold and alert.
 pub fn refusal(obstacles: &[Obstacle]) -> Error {
     let any_hold = obstacles.iter().any(|o| o.code == ReadinessCode::Held);
-    let code = if any_hold {
-        Code::Held
-    } else {
-        Code::NotReady
-    };
+    let code = if any_hold { Code::Held } else { Code::NotReady };
     let errors = obstacles
         .iter()
         .map(|o| {
@@ -396,13 +389,17 @@ pub fn refusal(obstacles: &[Obstacle]) -> Error {
 }
 
 /// Records that `request` went past `overridden`: one audit entry naming each hold and alert,
-/// and the row a queued task of the request is checked against when it starts.
+/// and the row a queued task of the request is checked against when it starts. Nothing when
+/// nothing was overridden.
 pub async fn record_override(
     db: &sea_orm::DatabaseConnection,
     request: OperationRequestId,
     overridden: &[Obstacle],
     now: DateTime<Utc>,
 ) -> Result<()> {
+    if overridden.is_empty() {
+        return Ok(());
+    }
     let doc = serde_json::to_value(overridden).map_err(|e| Error::Internal(e.to_string()))?;
     let txn = crate::db::begin_write(db).await?;
     readiness_overrides::Entity::insert(readiness_overrides::ActiveModel {
