@@ -16,6 +16,7 @@ mod components;
 mod dev;
 mod durability;
 mod faults;
+mod holds;
 mod migrations;
 mod observability;
 mod operations;
