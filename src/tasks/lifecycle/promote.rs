@@ -1,6 +1,6 @@
 //! Moving a rack's queue: waiting tasks start in arrival order (strict FIFO) as the rack frees
 //! up; expired ones are cancelled, and one whose targets became held or not ready while it
-//! waited is refused (failed) instead of started.
+//! waited is refused (cancelled, saying why) instead of started.
 
 use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
@@ -73,7 +73,8 @@ impl TaskService {
     }
 }
 
-/// Fails a waiting task whose targets are now held or not ready; answers whether it did.
+/// Refuses (cancels, the end a waiting task may take) a waiting task whose targets are now
+/// held or not ready; answers whether it did.
 async fn refuse_unready(
     db: &impl ConnectionTrait,
     task: &Task,
@@ -98,13 +99,13 @@ async fn refuse_unready(
         db,
         task.id,
         &[TaskStatus::Waiting],
-        TaskStatus::Failed,
+        TaskStatus::Cancelled,
         &message,
         now,
     )
     .await?;
     if failed {
-        record_end(task, TaskStatus::Failed, now);
+        record_end(task, TaskStatus::Cancelled, now);
     }
     Ok(true)
 }
