@@ -108,6 +108,10 @@ typed_id!(
     BmcId
 );
 typed_id!(
+    /// A hold: "do not touch" on a rack, a component or an NVLink domain.
+    HoldId
+);
+typed_id!(
     /// An NVL domain.
     NvlDomainId
 );

@@ -11,6 +11,7 @@ mod m20261202_000006_create_auth;
 mod m20261202_000007_create_rollouts;
 mod m20261203_000008_add_audit_client;
 mod m20261204_000009_create_console_sessions;
+mod m20261210_000009_create_holds;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -29,6 +30,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000007_create_rollouts::Migration),
             Box::new(m20261203_000008_add_audit_client::Migration),
             Box::new(m20261204_000009_create_console_sessions::Migration),
+            Box::new(m20261210_000009_create_holds::Migration),
         ]
     }
 }

@@ -9,6 +9,8 @@ pub mod doc_pass;
 pub mod extract;
 pub mod follow;
 pub mod maintenance;
+pub mod health_reports;
+pub mod holds;
 pub mod metrics;
 pub mod nvl_domains;
 pub mod openapi;
@@ -56,6 +58,8 @@ pub(crate) fn api_router() -> OpenApiRouter<AppState> {
         .merge(validation::routes())
         .merge(schedules::routes())
         .merge(rollouts::routes())
+        .merge(holds::routes())
+        .merge(health_reports::routes())
         .merge(system::routes())
         .merge(tokens::routes())
         .merge(audit::routes())

@@ -13,6 +13,7 @@ pub const SCHEDULES: &str = "task-schedules";
 pub const ROLLOUTS: &str = "rollouts";
 pub const SYSTEM: &str = "system";
 pub const AUTH: &str = "auth";
+pub const HOLDS: &str = "holds";
 
 #[derive(OpenApi)]
 #[openapi(
@@ -38,6 +39,7 @@ each operation names the role it needs: `viewer`, `operator`, `editor` or `admin
         (name = VALIDATION, description = "Expected vs actual: live validation against the component managers, and the drift the periodic sync records"),
         (name = SCHEDULES, description = "Recurring and one-time operations on racks: timers, scope, runs and conflict advice"),
         (name = ROLLOUTS, description = "Fleet rollouts: one operation across many racks in waves (canary, batches, approval, failure budget, windows) as one durable workflow"),
+        (name = HOLDS, description = "Safety interlocks: holds a workload scheduler sets on racks, components or NVLink domains while jobs run, and health reports from other systems; operations on held or not-ready targets are refused unless an admin overrides"),
         (name = SYSTEM, description = "Version, liveness and readiness"),
         (name = AUTH, description = "API tokens for automation and the audit log of every change (admin only)"),
     )

@@ -1,5 +1,6 @@
 //! Operation endpoints: one request becomes one task per targeted rack, run as a workflow.
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -17,8 +18,9 @@ use super::schema::operation::{
 };
 use super::schema::rule::{DryRunDoc, RackPlanDoc};
 use crate::app::AppState;
+use crate::auth::{Identity, Role};
 use crate::domain::operation::{Operation, OperationSpec};
-use crate::error::{Error, Violations};
+use crate::error::{Code, Error, FieldError, Violations};
 
 mod rack;
 
@@ -58,7 +60,10 @@ enum Submitted {
     #[response(status = 403, content_type = "application/problem+json")]
     Forbidden(Problem),
     /// Every targeted rack is busy with a conflicting task (`code`: `rack_busy`), or every
-    /// rack's queue is full (`queue_full`).
+    /// rack's queue is full (`queue_full`), or a target is held (`held`) or not ready
+    /// (`not_ready`: a `PreventOperations` health alert, a BMC last seen unreachable for
+    /// firmware, NVSwitch trays whose domain's compute trays are on); `errors` names every
+    /// hold and alert. `override_readiness_check: true` (admin only) proceeds anyway.
     #[response(status = 409, content_type = "application/problem+json")]
     Busy(Problem),
     /// Nothing to operate on, or the idempotency key was used for another request.
@@ -99,6 +104,7 @@ pub struct DryRunQuery {
 async fn submit(
     state: &AppState,
     headers: &HeaderMap,
+    identity: Option<&Identity>,
     dry_run: bool,
     spec: OperationSpec,
 ) -> ApiResult<Response> {
@@ -111,12 +117,26 @@ async fn submit(
             .map(RackPlanDoc::from)
             .collect();
         let blast_radius = state.tasks().radius(racks.len()).into();
+        let blockers = state.tasks().readiness_blockers(&spec).await?;
         return Ok(axum::Json(DryRunDoc {
             dry_run: true,
             racks,
             blast_radius,
+            blockers: blockers.into_iter().map(Into::into).collect(),
         })
         .into_response());
+    }
+    if spec.override_readiness_check && identity.is_none_or(|i| i.role_for(Role::Admin).is_none()) {
+        let who = identity.map_or("the caller", |i| i.actor.as_str());
+        return Err(Problem::new(
+            StatusCode::FORBIDDEN,
+            Code::Forbidden,
+            format!("override_readiness_check needs the admin role, which {who} does not have"),
+        )
+        .with_errors(vec![FieldError::new(
+            "override_readiness_check",
+            "needs the admin role",
+        )]));
     }
     let key = idempotency_key(headers)?;
     let submission = state.tasks().submit(&spec, key.as_deref()).await?;
@@ -148,6 +168,7 @@ fn common<'a>(
         conflict_strategy: strategy,
         queue_timeout_seconds: timeout,
         rule_id,
+        override_readiness_check: false,
     }
 }
 
@@ -161,11 +182,12 @@ fn common<'a>(
 pub async fn power_on(
     State(state): State<AppState>,
     headers: HeaderMap,
+    identity: Option<Extension<Identity>>,
     Query(q): Query<DryRunQuery>,
     Json(body): Json<PowerOnRequest>,
 ) -> ApiResult<Response> {
     let spec = build_spec(Operation::PowerOn, body.common(), Violations::default())?;
-    submit(&state, &headers, q.dry_run, spec).await
+    submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await
 }
 
 /// Power off
@@ -178,6 +200,7 @@ pub async fn power_on(
 pub async fn power_off(
     State(state): State<AppState>,
     headers: HeaderMap,
+    identity: Option<Extension<Identity>>,
     Query(q): Query<DryRunQuery>,
     Json(body): Json<PowerOffRequest>,
 ) -> ApiResult<Response> {
@@ -185,7 +208,7 @@ pub async fn power_off(
         forced: body.forced,
     };
     let spec = build_spec(op, body.common(), Violations::default())?;
-    submit(&state, &headers, q.dry_run, spec).await
+    submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await
 }
 
 /// Power reset
@@ -201,13 +224,14 @@ pub async fn power_off(
 pub async fn power_reset(
     State(state): State<AppState>,
     headers: HeaderMap,
+    identity: Option<Extension<Identity>>,
     Query(q): Query<DryRunQuery>,
     Json(body): Json<PowerResetRequest>,
 ) -> ApiResult<Response> {
     let mut v = Violations::default();
     let op = body.operation(&mut v);
     let spec = build_spec(op, body.common(), v)?;
-    submit(&state, &headers, q.dry_run, spec).await
+    submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await
 }
 
 /// Upgrade firmware
@@ -220,6 +244,7 @@ pub async fn power_reset(
 pub async fn firmware_upgrade(
     State(state): State<AppState>,
     headers: HeaderMap,
+    identity: Option<Extension<Identity>>,
     Query(q): Query<DryRunQuery>,
     Json(body): Json<FirmwareUpgradeRequest>,
 ) -> ApiResult<Response> {
@@ -231,7 +256,7 @@ pub async fn firmware_upgrade(
         end_time: body.end_time,
     };
     let spec = build_spec(op, body.common(), v)?;
-    submit(&state, &headers, q.dry_run, spec).await
+    submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await
 }
 
 /// Bring up
@@ -244,10 +269,11 @@ pub async fn firmware_upgrade(
 pub async fn bring_up(
     State(state): State<AppState>,
     headers: HeaderMap,
+    identity: Option<Extension<Identity>>,
     Query(q): Query<DryRunQuery>,
     Json(body): Json<RackJobRequest>,
 ) -> ApiResult<Response> {
-    let spec = build_spec(
+    let mut spec = build_spec(
         Operation::BringUp,
         common(
             &body.target_spec,
@@ -258,7 +284,8 @@ pub async fn bring_up(
         ),
         Violations::default(),
     )?;
-    submit(&state, &headers, q.dry_run, spec).await
+    spec.override_readiness_check = body.override_readiness_check;
+    submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await
 }
 
 /// Ingest
@@ -271,10 +298,11 @@ pub async fn bring_up(
 pub async fn ingest(
     State(state): State<AppState>,
     headers: HeaderMap,
+    identity: Option<Extension<Identity>>,
     Query(q): Query<DryRunQuery>,
     Json(body): Json<RackJobRequest>,
 ) -> ApiResult<Response> {
-    let spec = build_spec(
+    let mut spec = build_spec(
         Operation::Ingest,
         common(
             &body.target_spec,
@@ -285,5 +313,6 @@ pub async fn ingest(
         ),
         Violations::default(),
     )?;
-    submit(&state, &headers, q.dry_run, spec).await
+    spec.override_readiness_check = body.override_readiness_check;
+    submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await
 }

@@ -171,6 +171,9 @@ pub struct OperationSpec {
     /// A stored operation rule to run instead of the one resolution would pick.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_id: Option<crate::ids::RuleId>,
+    /// Proceed past holds and not-ready components (admin only; the API checks the role).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub override_readiness_check: bool,
 }
 
 impl OperationSpec {
@@ -270,6 +273,7 @@ impl OperationTemplate {
             conflict_strategy,
             queue_timeout_secs: self.queue_timeout_secs,
             rule_id: self.rule_id,
+            override_readiness_check: false,
         }
     }
 }
@@ -305,6 +309,7 @@ mod tests {
             conflict_strategy: ConflictStrategy::Reject,
             queue_timeout_secs: DEFAULT_QUEUE_TIMEOUT_SECS,
             rule_id: None,
+            override_readiness_check: false,
         }
     }
 

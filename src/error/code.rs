@@ -33,6 +33,8 @@ pub enum Code {
     EngineUnavailable,
     /// The caller's role may not do this.
     Forbidden,
+    /// A target is held (`POST /v1/holds`); `errors` names every hold in the way.
+    Held,
     /// An `Idempotency-Key` was reused with a different request.
     IdempotencyKeyReused,
     /// A bug or an impossible state; the details are in the server log.
@@ -59,6 +61,9 @@ pub enum Code {
     NotDeleted,
     /// No such resource or route.
     NotFound,
+    /// A target is not ready (a `PreventOperations` alert, a BMC last seen unreachable, an
+    /// NVLink domain's compute trays still on); `errors` names each.
+    NotReady,
     /// A one-time schedule has already fired.
     OneTimeConsumed,
     /// The body is larger than the server accepts.
@@ -93,7 +98,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in wire-name order.
-    pub const ALL: [Code; 38] = [
+    pub const ALL: [Code; 40] = [
         Self::AttachedElsewhere,
         Self::BlastRadius,
         Self::ComponentElsewhere,
@@ -104,6 +109,7 @@ impl Code {
         Self::Duplicate,
         Self::EngineUnavailable,
         Self::Forbidden,
+        Self::Held,
         Self::IdempotencyKeyReused,
         Self::Internal,
         Self::Invalid,
@@ -117,6 +123,7 @@ impl Code {
         Self::NotCancellable,
         Self::NotDeleted,
         Self::NotFound,
+        Self::NotReady,
         Self::OneTimeConsumed,
         Self::PayloadTooLarge,
         Self::PreconditionFailed,
@@ -147,6 +154,7 @@ impl Code {
             Self::Duplicate => "duplicate",
             Self::EngineUnavailable => "engine_unavailable",
             Self::Forbidden => "forbidden",
+            Self::Held => "held",
             Self::IdempotencyKeyReused => "idempotency_key_reused",
             Self::Internal => "internal",
             Self::Invalid => "invalid",
@@ -160,6 +168,7 @@ impl Code {
             Self::NotCancellable => "not_cancellable",
             Self::NotDeleted => "not_deleted",
             Self::NotFound => "not_found",
+            Self::NotReady => "not_ready",
             Self::OneTimeConsumed => "one_time_consumed",
             Self::PayloadTooLarge => "payload_too_large",
             Self::PreconditionFailed => "precondition_failed",

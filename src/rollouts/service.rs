@@ -350,5 +350,7 @@ pub(super) fn task_spec(
         conflict_strategy: spec.conflict_strategy,
         queue_timeout_secs: spec.template.queue_timeout_secs,
         rule_id: spec.template.rule_id,
+        // A rollout's waves never go past holds: each wave is checked as it starts.
+        override_readiness_check: false,
     }
 }

@@ -113,6 +113,7 @@ fn spec(form: &RunForm) -> Result<OperationSpec, Error> {
         }),
         queue_timeout_seconds: None,
         rule_id: None,
+        override_readiness_check: false,
     };
     build_spec(operation, common, Violations::default())
 }

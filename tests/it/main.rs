@@ -19,6 +19,7 @@ mod durability;
 mod faults;
 mod firmware_recipes;
 mod maintenance;
+mod holds;
 mod migrations;
 mod observability;
 mod operations;

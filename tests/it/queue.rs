@@ -16,7 +16,73 @@ ops_on_both_backends!(
         s.slow_serials.insert("SN-0001-compute-00".into());
         s.slow_latency = Duration::from_secs(60);
     }),
+    a_hold_set_while_a_task_waits_refuses_it_when_it_would_start_and_an_override_is_audited: |b: OpsBuilder| b.sim(|s| {
+        s.slow_serials.insert("SN-0001-compute-00".into());
+        s.slow_latency = Duration::from_secs(60);
+    }),
 );
+
+/// Issue 27: a task queued before a hold appeared is refused when it would start; an admin's
+/// override proceeds and its audit entry names every hold it went past.
+async fn a_hold_set_while_a_task_waits_refuses_it_when_it_would_start_and_an_override_is_audited(
+    ops: Ops,
+) {
+    let rack = ops.app.create_rack(&gb200_rack(1, 2)).await;
+    let tray = |name: &str| -> String {
+        rack["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (t0, t1) = (tray("r0001-gpu00"), tray("r0001-gpu01"));
+    let a = task_id(&ops.operate("power-on", &on(&[&t0], "reject")).await);
+    ops.wait_task(&a, |t| t["status"] == "running").await;
+    let b = task_id(&ops.operate("power-off", &on(&[&t0], "queue")).await);
+    // The job starts on tray 0 while B waits.
+    let hold = ops
+        .app
+        .post(
+            "/v1/holds",
+            &json!({"target": {"component": {"id": t0}}, "owner": "slurm", "reason": "job 4711"}),
+        )
+        .await;
+    assert_eq!(hold.status, 201, "{}", hold.text);
+    let hold_id = hold.body["id"].as_str().unwrap().to_string();
+    let cancel = ops.app.post_empty(&format!("/v1/tasks/{a}/cancel")).await;
+    assert_eq!(cancel.status, 200, "{}", cancel.text);
+    let refused = ops.wait_end(&b).await;
+    assert_eq!(refused["status"], "cancelled", "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains("held") && message.contains(&hold_id),
+        "{refused}"
+    );
+
+    // An admin (FLOW_AUTH=none is admin) overrides: the task is created, the audit names the hold.
+    let mut body = on(&[&t1, &t0], "reject");
+    body["override_readiness_check"] = json!(true);
+    let accepted = ops.operate("power-off", &body).await;
+    let c = task_id(&accepted);
+    let request = accepted.body["request_id"].as_str().unwrap().to_string();
+    let log = ops
+        .app
+        .get(&format!("/v1/audit?resource=readiness_override:{request}"))
+        .await;
+    let entry = &log.body["items"][0];
+    assert_eq!(
+        entry["after"]["overridden"][0]["hold_id"],
+        hold_id.as_str(),
+        "{}",
+        log.text
+    );
+    ops.app.post_empty(&format!("/v1/tasks/{c}/cancel")).await;
+    ops.wait_end(&c).await;
+}
 
 /// A body targeting these components, queueing or not.
 fn on(ids: &[&str], strategy: &str) -> Value {

@@ -70,7 +70,7 @@ pub async fn set_rack_power(
         ),
         Violations::default(),
     )?;
-    submit(&state, &headers, q.dry_run, spec).await
+    submit(&state, &headers, None, q.dry_run, spec).await
 }
 
 /// Body of `POST /v1/racks/{id}/firmware`: the firmware-upgrade options without targets.
@@ -111,6 +111,7 @@ pub async fn upgrade_rack_firmware(
         conflict_strategy: body.conflict_strategy,
         queue_timeout_seconds: body.queue_timeout_seconds,
         rule_id: body.rule_id,
+        override_readiness_check: false,
     };
     let mut v = Violations::default();
     let firmware = full.firmware(&mut v);
@@ -120,7 +121,7 @@ pub async fn upgrade_rack_firmware(
         end_time: full.end_time,
     };
     let spec = build_spec(op, full.common(), v)?;
-    submit(&state, &headers, q.dry_run, spec).await
+    submit(&state, &headers, None, q.dry_run, spec).await
 }
 
 /// Body of `POST /v1/racks/{id}/bring-up`.
@@ -150,5 +151,5 @@ pub async fn bring_up_rack(
         common(&target, &body.description, None, None, body.rule_id),
         Violations::default(),
     )?;
-    submit(&state, &headers, q.dry_run, spec).await
+    submit(&state, &headers, None, q.dry_run, spec).await
 }

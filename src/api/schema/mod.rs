@@ -8,6 +8,7 @@ pub mod nvl;
 pub mod operation;
 pub mod rack;
 pub mod recipe_plan;
+pub mod readiness;
 pub mod rollout;
 pub mod rollout_view;
 pub mod rule;

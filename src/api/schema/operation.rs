@@ -137,6 +137,7 @@ pub struct Common<'a> {
     pub conflict_strategy: Option<ConflictStrategyDoc>,
     pub queue_timeout_seconds: Option<u64>,
     pub rule_id: Option<Uuid>,
+    pub override_readiness_check: bool,
 }
 
 /// The shared options of a request body, for [`build_spec`].
@@ -150,6 +151,7 @@ macro_rules! common_of {
                     conflict_strategy: self.conflict_strategy,
                     queue_timeout_seconds: self.queue_timeout_seconds,
                     rule_id: self.rule_id,
+                    override_readiness_check: self.override_readiness_check,
                 }
             }
         }
@@ -186,6 +188,7 @@ pub fn build_spec(
             .queue_timeout_seconds
             .unwrap_or(DEFAULT_QUEUE_TIMEOUT_SECS),
         rule_id: common.rule_id.map(Into::into),
+        override_readiness_check: common.override_readiness_check,
     };
     match spec.validate() {
         Err(Error::Invalid(errors)) => {
@@ -213,6 +216,11 @@ pub struct PowerOnRequest {
     pub queue_timeout_seconds: Option<u64>,
     /// Run this stored operation rule instead of the rack's, the default or the built-in one.
     pub rule_id: Option<Uuid>,
+    /// Proceed although targets are held or not ready (`admin` only; the audit entry of the
+    /// submission records every hold and alert overridden). Without it such a request is a
+    /// `409` `held` / `not_ready`.
+    #[serde(default)]
+    pub override_readiness_check: bool,
 }
 
 /// Power off (compute, then NVSwitch, then power shelves) or, with `forced`, force it off.
@@ -228,6 +236,11 @@ pub struct PowerOffRequest {
     pub queue_timeout_seconds: Option<u64>,
     /// Run this stored operation rule instead of the rack's, the default or the built-in one.
     pub rule_id: Option<Uuid>,
+    /// Proceed although targets are held or not ready (`admin` only; the audit entry of the
+    /// submission records every hold and alert overridden). Without it such a request is a
+    /// `409` `held` / `not_ready`.
+    #[serde(default)]
+    pub override_readiness_check: bool,
 }
 
 /// How a reset is done: `restart` (default) powers everything off in safe order and on again
@@ -261,6 +274,11 @@ pub struct PowerResetRequest {
     pub queue_timeout_seconds: Option<u64>,
     /// Run this stored operation rule instead of the rack's, the default or the built-in one.
     pub rule_id: Option<Uuid>,
+    /// Proceed although targets are held or not ready (`admin` only; the audit entry of the
+    /// submission records every hold and alert overridden). Without it such a request is a
+    /// `409` `held` / `not_ready`.
+    #[serde(default)]
+    pub override_readiness_check: bool,
 }
 
 impl PowerResetRequest {
@@ -313,6 +331,11 @@ pub struct FirmwareUpgradeRequest {
     pub queue_timeout_seconds: Option<u64>,
     /// Run this stored operation rule instead of the rack's, the default or the built-in one.
     pub rule_id: Option<Uuid>,
+    /// Proceed although targets are held or not ready (`admin` only; the audit entry of the
+    /// submission records every hold and alert overridden). Without it such a request is a
+    /// `409` `held` / `not_ready`.
+    #[serde(default)]
+    pub override_readiness_check: bool,
 }
 
 impl FirmwareUpgradeRequest {
@@ -366,6 +389,11 @@ pub struct RackJobRequest {
     pub description: Option<String>,
     /// Run this stored operation rule instead of the rack's, the default or the built-in one.
     pub rule_id: Option<Uuid>,
+    /// Proceed although targets are held or not ready (`admin` only; the audit entry of the
+    /// submission records every hold and alert overridden). Without it such a request is a
+    /// `409` `held` / `not_ready`.
+    #[serde(default)]
+    pub override_readiness_check: bool,
 }
 
 /// A rack refused by a submission.

@@ -366,6 +366,9 @@ pub struct DryRunDoc {
     /// The caller's blast-radius cap against the racks this request touches; a submission
     /// with `within: false` is refused `403 blast_radius`.
     pub blast_radius: BlastRadiusDoc,
+    /// Every hold and not-ready component in the way (the submission would answer `409`
+    /// `held` / `not_ready` unless it sets `override_readiness_check`).
+    pub blockers: Vec<super::readiness::ReadinessBlockerDoc>,
 }
 
 /// A request's racks against the caller's cap (`FLOW_LIMIT_RACKS_PER_REQUEST`).

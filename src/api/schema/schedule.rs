@@ -167,6 +167,7 @@ impl ScheduledOperationDoc {
                     conflict_strategy: None,
                     queue_timeout_seconds: None,
                     rule_id: None,
+                    override_readiness_check: false,
                 };
                 let mut inner = Violations::default();
                 let firmware = request.firmware(&mut inner);

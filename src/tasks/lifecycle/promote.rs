@@ -1,10 +1,15 @@
 //! Moving a rack's queue: waiting tasks start in arrival order (strict FIFO) as the rack frees
-//! up; expired ones are cancelled.
+//! up; expired ones are cancelled, and one whose targets became held or not ready while it
+//! waited is refused (cancelled, saying why) instead of started.
+
+use chrono::{DateTime, Utc};
+use sea_orm::ConnectionTrait;
 
 use super::record_end;
 use crate::error::Result;
 use crate::ids::RackId;
-use crate::tasks::model::TaskStatus;
+use crate::tasks::model::{Task, TaskStatus};
+use crate::tasks::submission::readiness;
 use crate::tasks::{TaskService, store};
 
 impl TaskService {
@@ -43,6 +48,11 @@ impl TaskService {
             {
                 break;
             }
+            // A hold or alert that appeared while it waited refuses it now, as a submission
+            // would have been refused (unless its request overrode the check).
+            if refuse_unready(&txn, &task, now).await? {
+                continue;
+            }
             store::transition(
                 &txn,
                 task.id,
@@ -61,4 +71,41 @@ impl TaskService {
         }
         Ok(())
     }
+}
+
+/// Refuses (cancels, the end a waiting task may take) a waiting task whose targets are now
+/// held or not ready; answers whether it did.
+async fn refuse_unready(
+    db: &impl ConnectionTrait,
+    task: &Task,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let scope = readiness::Scope::of_task(db, task).await?;
+    let found = readiness::obstacles(db, &task.operation, &scope, now).await?;
+    if found.is_empty() || readiness::overridden(db, task.request_id).await? {
+        return Ok(false);
+    }
+    let code = if found
+        .iter()
+        .any(|o| o.code == readiness::ReadinessCode::Held)
+    {
+        "held"
+    } else {
+        "not_ready"
+    };
+    let why: Vec<&str> = found.iter().map(|o| o.message.as_str()).collect();
+    let message = format!("refused when it would start ({code}): {}", why.join("; "));
+    let failed = store::transition(
+        db,
+        task.id,
+        &[TaskStatus::Waiting],
+        TaskStatus::Cancelled,
+        &message,
+        now,
+    )
+    .await?;
+    if failed {
+        record_end(task, TaskStatus::Cancelled, now);
+    }
+    Ok(true)
 }

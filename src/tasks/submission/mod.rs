@@ -1,5 +1,5 @@
 //! Submitting work, along the path: validate → check the requested rule → resolve the targets →
-//! decide each rack with the one planner (rule, plan, capability, admission under the rack's
+//! check readiness (holds, health alerts: `readiness`) → decide each rack with the one planner (rule, plan, capability, admission under the rack's
 //! lock) → create the tasks and start the runs of those that start at once (both through
 //! `lifecycle`, the one writer). The dry run (`preview`) is the same planner without the writes;
 //! `idempotency` makes a retried request return the first answer.
@@ -13,6 +13,7 @@ mod capability;
 mod idempotency;
 pub mod planner;
 pub mod preview;
+pub mod readiness;
 pub mod recipes;
 mod refusal;
 mod withdraw;
@@ -100,13 +101,15 @@ impl TaskService {
     ) -> Result<Submission> {
         let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
         self.check_radius(work.len(), "this request", "target_spec")?;
-        // Refuse before writing anything when the engine is known to be down: a task that
-        // cannot start must never be created (and answered 202). Bad targets still hear 4xx.
+        // Held or not-ready targets, or an engine known to be down, refuse before any write: a
+        // task that cannot start must never be created (and answered 202). Bad targets: 4xx.
+        let overridden = readiness::admit(&self.db, spec, &work, self.clock.now()).await?;
         if !self.engine.available() {
             return Err(engine_error(EngineError::Unavailable(
                 "the workflow engine is not connected".into(),
             )));
         }
+        readiness::record_override(&self.db, request_id, &overridden, self.clock.now()).await?;
         let mut submission = Submission {
             request_id,
             task_ids: Vec::new(),
@@ -220,6 +223,17 @@ impl TaskService {
     /// `what` is what was counted, `field` the input at fault.
     pub fn check_radius(&self, count: usize, what: &str, field: &str) -> Result<()> {
         blast::check(self.radius(count), what, field)
+    }
+
+    /// Every hold and not-ready component in the way of `spec` (the dry run's blockers).
+    pub async fn readiness_blockers(
+        &self,
+        spec: &OperationSpec,
+    ) -> Result<Vec<readiness::Obstacle>> {
+        preview::check(&self.db, spec).await?;
+        let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
+        let scope = readiness::Scope::of(&work);
+        readiness::obstacles(&self.db, &spec.operation, &scope, self.clock.now()).await
     }
 
     /// What submitting `spec` would do on each rack, without doing it.

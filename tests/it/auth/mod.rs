@@ -6,6 +6,7 @@ mod audit;
 mod cli;
 mod credentials;
 mod hardening;
+mod holds;
 mod matrix;
 mod openapi;
 mod provenance;
