@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PrimaryKeyTrait, QueryFilter,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PrimaryKeyTrait,
+    QueryFilter,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -235,6 +236,38 @@ where
     let after = snapshot::<E>(db, id.clone()).await?;
     let change = Change::new(resource_type, id).before(before).after(after);
     record(db, change, now).await
+}
+
+/// Records the creation of a row from what was written (`row`, every column set), so the
+/// writer reads nothing back: the after document has the keys and values [`snapshot`] reads
+/// on PostgreSQL (timestamps as RFC 3339, ids as strings).
+pub async fn row_created<A>(
+    db: &impl ConnectionTrait,
+    resource_type: &'static str,
+    id: impl ToString,
+    row: &A,
+    now: DateTime<Utc>,
+) -> Result<()>
+where
+    A: ActiveModelTrait,
+{
+    let change = Change::new(resource_type, id).after(Some(document_of(row)));
+    record(db, change, now).await
+}
+
+/// A written row as the JSON document a read of it gives.
+pub fn document_of<A: ActiveModelTrait>(row: &A) -> Value {
+    use sea_orm::{IdenStatic, Iterable};
+    let mut doc = serde_json::Map::new();
+    for column in <A::Entity as EntityTrait>::Column::iter() {
+        let value = match row.get(column).into_value() {
+            Some(sea_orm::Value::ChronoDateTimeUtc(Some(at))) => serde_json::json!(at),
+            Some(value) => sea_orm::sea_query::value::sea_value_to_json_value(&value),
+            None => Value::Null,
+        };
+        doc.insert(column.as_str().to_string(), value);
+    }
+    Value::Object(doc)
 }
 
 /// The lease that makes one process at a time prune.

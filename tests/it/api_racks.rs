@@ -156,7 +156,7 @@ async fn racks_are_listed_in_name_order_with_filters_and_stable_cursors(app: Tes
     for n in [5, 3, 1, 4, 2] {
         app.create_rack(&gb200_rack(n, 1)).await;
     }
-    let first = app.get("/v1/racks?limit=2").await;
+    let first = app.get("/v1/racks?limit=2&count=exact").await;
     assert_eq!(first.status, 200, "{}", first.text);
     assert_eq!(names(&first.body), vec!["rack-0001", "rack-0002"]);
     assert_eq!(first.body["total"], 5);
@@ -179,11 +179,15 @@ async fn racks_are_listed_in_name_order_with_filters_and_stable_cursors(app: Tes
         vec!["rack-0000", "rack-0001", "rack-0002"]
     );
     assert_eq!(
-        app.get("/v1/racks?manufacturer=nvidia").await.body["total"],
+        app.get("/v1/racks?manufacturer=nvidia&count=exact")
+            .await
+            .body["total"],
         6
     );
     assert_eq!(
-        app.get("/v1/racks?model=GB200%20NVL72").await.body["total"],
+        app.get("/v1/racks?model=GB200%20NVL72&count=exact")
+            .await
+            .body["total"],
         6
     );
     assert_eq!(
@@ -198,7 +202,10 @@ async fn racks_are_listed_in_name_order_with_filters_and_stable_cursors(app: Tes
         ),
         vec!["rack-0004"]
     );
-    assert_eq!(app.get("/v1/racks?nvl_domain=nope").await.body["total"], 0);
+    assert_eq!(
+        app.get("/v1/racks?nvl_domain=nope&count=exact").await.body["total"],
+        0
+    );
     let with = app
         .get("/v1/racks?name=rack-0002&include_components=true")
         .await;
@@ -392,8 +399,8 @@ async fn a_deleted_rack_disappears_and_frees_its_keys_until_purged(app: TestApp)
     assert_eq!(app.delete(&path).await.status, 204);
     app.get(&path).await.assert_problem(404, "not_found");
     app.delete(&path).await.assert_problem(404, "not_found");
-    assert_eq!(app.get("/v1/racks").await.body["total"], 0);
-    assert_eq!(app.get("/v1/components").await.body["total"], 0);
+    assert_eq!(app.get("/v1/racks?count=exact").await.body["total"], 0);
+    assert_eq!(app.get("/v1/components?count=exact").await.body["total"], 0);
     app.get("/v1/components/by-mac/02:00:04:00:01:00")
         .await
         .assert_problem(404, "not_found");
@@ -452,7 +459,7 @@ async fn concurrent_writers_all_succeed_and_a_contested_name_goes_to_exactly_one
             .filter(|r| r.status != 201)
             .all(|r| r.status == 409)
     );
-    assert_eq!(app.get("/v1/racks").await.body["total"], 9);
+    assert_eq!(app.get("/v1/racks?count=exact").await.body["total"], 9);
     assert_eq!(
         app.count_rows("components").await,
         8 * 7 + 6,
