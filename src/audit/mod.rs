@@ -28,8 +28,9 @@ pub struct Context {
     pub request_id: Option<String>,
     /// Where the request came from (see `api::client`), when it came over HTTP.
     pub client: Option<String>,
-    /// Ids of the rows recorded so far (the HTTP layer adds the final status to them).
-    recorded: Mutex<Vec<Uuid>>,
+    /// Ids of the rows recorded so far, with the status each was written with (the HTTP layer
+    /// sets the final status on those written without it, or with another).
+    recorded: Mutex<Vec<(Uuid, Option<u16>)>>,
 }
 
 impl Context {
@@ -65,7 +66,23 @@ impl Context {
 
     /// Rows recorded in this context so far.
     pub fn recorded(&self) -> Vec<Uuid> {
-        self.recorded.lock().map(|v| v.clone()).unwrap_or_default()
+        self.recorded
+            .lock()
+            .map(|v| v.iter().map(|(id, _)| *id).collect())
+            .unwrap_or_default()
+    }
+
+    /// The recorded rows whose written status is not `status`: those the answer must update.
+    pub fn unsettled(&self, status: u16) -> Vec<Uuid> {
+        self.recorded
+            .lock()
+            .map(|v| {
+                v.iter()
+                    .filter(|(_, written)| *written != Some(status))
+                    .map(|(id, _)| *id)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 
@@ -95,6 +112,9 @@ pub struct Change {
     pub resource_id: String,
     pub before: Option<Value>,
     pub after: Option<Value>,
+    /// The status the request answers once this change commits, when the store knows it (a
+    /// create's `201`): written with the row, so the answer need not update it.
+    pub status: Option<u16>,
 }
 
 impl Change {
@@ -104,7 +124,14 @@ impl Change {
             resource_id: resource_id.to_string(),
             before: None,
             after: None,
+            status: None,
         }
+    }
+
+    /// The status the request answers once this change commits.
+    pub fn answering(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
     }
 
     pub fn before(mut self, doc: Option<Value>) -> Self {
@@ -146,7 +173,7 @@ pub async fn record(db: &impl ConnectionTrait, change: Change, now: DateTime<Utc
         route: Set(context.route.clone()),
         resource_type: Set(Some(change.resource_type.to_string())),
         resource_id: Set(Some(change.resource_id)),
-        status: Set(None),
+        status: Set(change.status.map(i32::from)),
         request_id: Set(context.request_id.clone()),
         before: Set(change.before),
         after: Set(change.after),
@@ -155,7 +182,7 @@ pub async fn record(db: &impl ConnectionTrait, change: Change, now: DateTime<Utc
     .exec_without_returning(db)
     .await?;
     if let Ok(mut ids) = context.recorded.lock() {
-        ids.push(id);
+        ids.push((id, change.status));
     }
     Ok(())
 }
@@ -240,7 +267,8 @@ where
 
 /// Records the creation of a row from what was written (`row`, every column set), so the
 /// writer reads nothing back: the after document has the keys and values [`snapshot`] reads
-/// on PostgreSQL (timestamps as RFC 3339, ids as strings).
+/// on PostgreSQL (timestamps as RFC 3339, ids as strings). The row carries the request's
+/// `201` already, so a created resource costs no status update after the answer.
 pub async fn row_created<A>(
     db: &impl ConnectionTrait,
     resource_type: &'static str,
@@ -251,7 +279,9 @@ pub async fn row_created<A>(
 where
     A: ActiveModelTrait,
 {
-    let change = Change::new(resource_type, id).after(Some(document_of(row)));
+    let change = Change::new(resource_type, id)
+        .after(Some(document_of(row)))
+        .answering(201);
     record(db, change, now).await
 }
 

@@ -161,13 +161,24 @@ async fn lists_count_their_matches_only_when_asked_exactly_or_by_estimate(app: T
     let plain = app.get("/v1/racks?limit=2").await;
     assert_eq!(plain.status, 200, "{}", plain.text);
     assert!(plain.body.get("total").is_none(), "{}", plain.text);
-    assert!(plain.body.get("total_is_estimate").is_none(), "{}", plain.text);
+    assert!(
+        plain.body.get("total_is_estimate").is_none(),
+        "{}",
+        plain.text
+    );
     assert!(plain.body["next_cursor"].is_string(), "{}", plain.text);
     let exact = app.get("/v1/racks?limit=2&count=exact").await;
     assert_eq!(exact.body["total"], 3, "{}", exact.text);
     assert_eq!(exact.body["total_is_estimate"], false);
     // The same shape on every list.
-    for path in ["/v1/components", "/v1/tasks", "/v1/rollouts", "/v1/drift", "/v1/nvl-domains", "/v1/task-schedules"] {
+    for path in [
+        "/v1/components",
+        "/v1/tasks",
+        "/v1/rollouts",
+        "/v1/drift",
+        "/v1/nvl-domains",
+        "/v1/task-schedules",
+    ] {
         let r = app.get(&format!("{path}?count=exact")).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text);
         assert!(r.body["total"].is_u64(), "{path}: {}", r.text);
@@ -180,7 +191,11 @@ async fn lists_count_their_matches_only_when_asked_exactly_or_by_estimate(app: T
     assert!(estimate.body["total"].is_u64(), "{}", estimate.text);
     if app.db.db.get_database_backend() == sea_orm::DbBackend::Postgres {
         // The planner's figure, whatever its statistics say now: flagged, not promised.
-        assert_eq!(estimate.body["total_is_estimate"], true, "{}", estimate.text);
+        assert_eq!(
+            estimate.body["total_is_estimate"], true,
+            "{}",
+            estimate.text
+        );
     } else {
         // SQLite keeps no statistics: it counts, and says the figure is exact.
         assert_eq!(estimate.body["total"], 3, "{}", estimate.text);
