@@ -248,8 +248,7 @@ def cmd_scale_report(a):
     title = (f"Flow scale curve — GB200-shaped racks (37 components each), profile "
              f"{meta.get('profile', '?')}, {meta.get('duration', '?')} s lookup runs, "
              f"{meta.get('cpus', '?')} CPUs, {meta.get('started', '?')}")
-    notes = ["growth: the figure at the larger size divided by the figure at the smaller one "
-             "(the site grows 10× between columns).",
+    notes = ["growth: the figure at the larger size divided by the figure at the smaller one.",
              "flagged (faster than linear, or a cost per item that grows): "
              + ("; ".join(flagged) if flagged else "none")]
     write(a.json, {"meta": meta, "points": points}, title, table, notes)
