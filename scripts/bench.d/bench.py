@@ -154,9 +154,9 @@ def cmd_fanout(a):
     deadline = started + a.timeout
     succeeded = failed = 0
     while True:
-        _, ok = client.call("GET", f"/v1/tasks?request_id={request_id}&status=succeeded&limit=1")
+        _, ok = client.call("GET", f"/v1/tasks?request_id={request_id}&status=succeeded&limit=1&count=exact")
         _, bad = client.call("GET", f"/v1/tasks?request_id={request_id}"
-                                    "&status=failed,cancelled&limit=1")
+                                    "&status=failed,cancelled&limit=1&count=exact")
         succeeded, failed = ok["total"], bad["total"]
         if succeeded + failed >= tasks or time.monotonic() > deadline:
             break

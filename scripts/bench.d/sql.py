@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Writes the pgbench scripts of scripts/bench: the statement Flow runs for a lookup by serial
 (alone, pipelined, or the coalesced `UNNEST` statement over a batch of keys), and one GB200
-rack's rows (rack, 37 components, 71 BMCs) inserted in one transaction.
+rack's rows (rack, 37 components, 71 BMCs) inserted in one transaction; and the scale curve's
+seed: racks START .. START+COUNT-1 as set-based INSERT ... SELECT over generate_series, the very
+rows bench.py's rack_body gives the API (names, serials, MACs), 5,000 racks per transaction.
 
 usage: sql.py lookup FILE | sql.py lookup-batch FILE KEYS | sql.py lookup-pipeline FILE DEPTH |
-       sql.py import FILE"""
+       sql.py import FILE | sql.py seed FILE START COUNT"""
 
 import sys
 
@@ -99,6 +101,55 @@ COMMIT;
 """
 
 
+def spec_values():
+    """The rack shape as SQL VALUES rows: (idx, kind, tag, k, manufacturer, model, slot, bmcs)."""
+    values = []
+    for kind, tag, count, manufacturer, model, slot, bmcs in SHAPE:
+        types = "ARRAY[" + ",".join(f"'{t}'" for t in bmcs) + "]::text[]"
+        for k in range(count):
+            values.append(f"({len(values)},'{kind}','{tag}',{k},'{manufacturer}','{model}',"
+                          f"{slot + k},{types})")
+    return ", ".join(values)
+
+
+SEED_CHUNK = 5000
+
+
+def seed_sql(start, count):
+    """bench.py's rack_body(r) for every r in the range, written straight into the tables (no
+    audit rows: the figures it serves are the site's size, not the import's)."""
+    spec = f"spec(idx, kind, tag, k, manufacturer, model, slot, bmc_types) AS (VALUES {spec_values()})"
+    octet = "lpad(to_hex((({expr}) & 255)::int), 2, '0')"
+    mac = " || ':' || ".join([
+        "'02'", octet.format(expr="g.r >> 16"), octet.format(expr="g.r >> 8"),
+        octet.format(expr="g.r"), octet.format(expr="s.idx"), octet.format(expr="b.ord - 1")])
+    rack_name = "'bench-r' || lpad(g.r::text, 7, '0')"
+    serial = "'S' || lpad(g.r::text, 7, '0') || '-' || s.tag || lpad(s.k::text, 2, '0')"
+    out = []
+    for lo in range(start, start + count, SEED_CHUNK):
+        hi = min(lo + SEED_CHUNK, start + count) - 1
+        g = f"generate_series({lo}, {hi}) AS g(r)"
+        # Ids derived from the rack number and the component's index (md5 as a uuid), so no
+        # statement joins another's rows: each is one pass over generate_series.
+        rack_id = "md5('bench-rack-' || g.r)::uuid"
+        component_id = "md5('bench-component-' || g.r || '-' || s.idx)::uuid"
+        out.append(f"""\
+BEGIN;
+INSERT INTO racks (id, name, manufacturer, manufacturer_key, serial_number, model, description, region, datacenter, room, position, nvl_domain_id, revision, created_at, updated_at, deleted_at)
+SELECT {rack_id}, {rack_name}, 'Wiwynn', 'wiwynn', 'RACK' || lpad(g.r::text, 7, '0'), 'GB200 NVL72', NULL, 'bench', 'bench01', 'r1', 'p' || lpad(g.r::text, 7, '0'), NULL, 1, now(), now(), NULL FROM {g};
+WITH {spec}
+INSERT INTO components (id, rack_id, type, name, manufacturer, manufacturer_key, model, serial_number, firmware_version, description, slot_id, tray_idx, host_id, external_id, power_state, revision, created_at, updated_at, deleted_at)
+SELECT {component_id}, {rack_id}, s.kind, {rack_name} || '-' || s.kind || lpad(s.k::text, 2, '0'), s.manufacturer, lower(s.manufacturer), s.model, {serial}, '1.0.0', NULL, s.slot, s.k, 0, NULL, NULL, 1, now(), now(), NULL
+FROM {g} CROSS JOIN spec s;
+WITH {spec}
+INSERT INTO bmcs (id, component_id, type, mac_address, ip_address, created_at, deleted_at)
+SELECT md5('bench-bmc-' || g.r || '-' || s.idx || '-' || b.ord)::uuid, {component_id}, b.t, {mac}, NULL, now(), NULL
+FROM {g} CROSS JOIN spec s CROSS JOIN LATERAL unnest(s.bmc_types) WITH ORDINALITY AS b(t, ord);
+COMMIT;
+""")
+    return "".join(out)
+
+
 def main():
     kind, path = sys.argv[1], sys.argv[2]
     if kind == "lookup":
@@ -107,6 +158,8 @@ def main():
         text = lookup_batch(int(sys.argv[3]))
     elif kind == "lookup-pipeline":
         text = lookup_pipeline(int(sys.argv[3]))
+    elif kind == "seed":
+        text = seed_sql(int(sys.argv[3]), int(sys.argv[4]))
     else:
         text = import_sql()
     with open(path, "w") as f:

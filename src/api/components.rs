@@ -12,7 +12,7 @@ use super::bmc_address::ensure_allowed;
 use super::extract::{IfMatch, Json, Query, etag, uuid_param, with_location};
 use super::openapi::COMPONENTS;
 use super::problem::{ApiResult, Problem};
-use super::schema::common::ListResponse;
+use super::schema::common::{CountDoc, ListResponse, count_of};
 use super::schema::component::{
     ComponentDoc, ComponentInput, ComponentPatchInput, ComponentWithRackDoc,
 };
@@ -55,6 +55,10 @@ pub struct ListComponentsQuery {
     pub limit: Option<u64>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// `exact` or `estimate` to get `total` (and `total_is_estimate`) in the answer: `exact`
+    /// counts every match (as costly as the whole list), `estimate` is PostgreSQL's planner
+    /// estimate (SQLite counts exactly). Absent: no `total`, so every page costs the same.
+    pub count: Option<CountDoc>,
 }
 
 /// Query of single-component reads.
@@ -145,7 +149,8 @@ pub async fn list_components(
     Query(q): Query<ListComponentsQuery>,
 ) -> ApiResult<axum::Json<ListResponse<ComponentDoc>>> {
     let mut v = Violations::default();
-    let page = PageRequest::parse(q.limit, q.cursor.as_deref());
+    let page =
+        PageRequest::parse(q.limit, q.cursor.as_deref()).map(|p| p.counting(count_of(q.count)));
     let mut kinds = Vec::new();
     for raw in q
         .kind

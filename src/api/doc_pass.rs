@@ -180,9 +180,10 @@ fn parameters(op: &mut Value, schemas: &Value) {
 }
 
 /// Parameters whose example Swagger UI's try-out must not send as pre-filled: an example
-/// cursor is refused (400), `dry_run=true` plans instead of running, and a fixed
-/// `Idempotency-Key` replays the first answer. Their example is given in the description.
-const NOT_PREFILLED: &[&str] = &["cursor", "dry_run", "idempotency-key"];
+/// cursor is refused (400), `dry_run=true` plans instead of running, a fixed
+/// `Idempotency-Key` replays the first answer, and `count` would make every tried page count
+/// its whole list. Their example is given in the description.
+const NOT_PREFILLED: &[&str] = &["cursor", "dry_run", "idempotency-key", "count"];
 
 fn example_in_description(param: &mut Value, name: &str, schemas: &Value) {
     let schema = param["schema"].clone();

@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 use super::extract::{Json, Query};
 use super::openapi::NVL_DOMAINS;
 use super::problem::{ApiResult, Problem};
-use super::schema::common::{ListResponse, required_text};
+use super::schema::common::{CountDoc, ListResponse, count_of, required_text};
 use super::schema::nvl::{AttachRacksRequest, CreateNvlDomainRequest, NvlDomainDoc};
 use super::schema::rack::RackDoc;
 use crate::app::AppState;
@@ -37,6 +37,10 @@ pub struct ListNvlDomainsQuery {
     pub name: Option<String>,
     pub limit: Option<u64>,
     pub cursor: Option<String>,
+    /// `exact` or `estimate` to get `total` (and `total_is_estimate`) in the answer: `exact`
+    /// counts every match (as costly as the whole list), `estimate` is PostgreSQL's planner
+    /// estimate (SQLite counts exactly). Absent: no `total`, so every page costs the same.
+    pub count: Option<CountDoc>,
 }
 
 /// Query of `GET /v1/nvl-domains/{id_or_name}/racks`.
@@ -48,6 +52,10 @@ pub struct DomainRacksQuery {
     pub include_components: bool,
     pub limit: Option<u64>,
     pub cursor: Option<String>,
+    /// `exact` or `estimate` to get `total` (and `total_is_estimate`) in the answer: `exact`
+    /// counts every match (as costly as the whole list), `estimate` is PostgreSQL's planner
+    /// estimate (SQLite counts exactly). Absent: no `total`, so every page costs the same.
+    pub count: Option<CountDoc>,
 }
 
 /// Create an NVL domain
@@ -95,7 +103,7 @@ pub async fn list_nvl_domains(
     State(state): State<AppState>,
     Query(q): Query<ListNvlDomainsQuery>,
 ) -> ApiResult<axum::Json<ListResponse<NvlDomainDoc>>> {
-    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?;
+    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?.counting(count_of(q.count));
     let domains = nvl::list(state.db(), q.name.as_deref(), &page).await?;
     Ok(axum::Json(ListResponse::from_page(domains)))
 }
@@ -192,7 +200,7 @@ pub async fn list_domain_racks(
     Path(id_or_name): Path<String>,
     Query(q): Query<DomainRacksQuery>,
 ) -> ApiResult<axum::Json<ListResponse<RackDoc>>> {
-    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?;
+    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?.counting(count_of(q.count));
     let domain = nvl::get(state.db(), &id_or_name).await?;
     domain_racks(&state, &domain.id.to_string(), q.include_components, page).await
 }

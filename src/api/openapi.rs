@@ -21,14 +21,15 @@ pub const HOLDS: &str = "holds";
         title = "Flow",
         description = "Inventory of GPU datacenter racks (expected racks, components, BMCs, NVLink domains) \
 and rack-level operations on them. Errors are RFC 9457 `application/problem+json` documents with a stable \
-`code` and, for bad input, one `errors` entry per field. Lists are paged with `limit` and an opaque `cursor`. \
+`code` and, for bad input, one `errors` entry per field. Lists are paged with `limit` and an opaque `cursor`; they say how many items match (`total`) only when asked with `count=exact` or `count=estimate`. \
 Every route but the probes and this document needs a bearer token (an OIDC JWT or a `flow_` API token); \
 each operation names the role it needs: `viewer`, `operator`, `editor` or `admin`.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
-    // Referenced only through the shared operation responses, so listed here to be emitted.
+    // Referenced only through the shared operation responses (and, `CountDoc`, the lists'
+    // `count` parameter), so listed here to be emitted.
     components(schemas(crate::api::schema::operation::SubmissionDoc, crate::api::schema::operation::RejectionDoc,
-        crate::api::schema::rule::DryRunDoc)),
+        crate::api::schema::rule::DryRunDoc, crate::api::schema::common::CountDoc)),
     tags(
         (name = RACKS, description = "Expected racks and what they contain"),
         (name = COMPONENTS, description = "Trays, switches, power shelves and other devices, with their BMCs"),

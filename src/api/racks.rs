@@ -12,7 +12,7 @@ use super::bmc_address;
 use super::extract::{IfMatch, Json, Query, etag, uuid_param, with_location};
 use super::openapi::RACKS;
 use super::problem::{ApiResult, Problem};
-use super::schema::common::ListResponse;
+use super::schema::common::{CountDoc, ListResponse, count_of};
 use super::schema::rack::{CreateRackRequest, RackDoc, RackPatchInput, RackPatchResponse};
 use crate::app::AppState;
 use crate::db::page::PageRequest;
@@ -49,6 +49,10 @@ pub struct ListRacksQuery {
     pub limit: Option<u64>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// `exact` or `estimate` to get `total` (and `total_is_estimate`) in the answer: `exact`
+    /// counts every match (as costly as the whole list), `estimate` is PostgreSQL's planner
+    /// estimate (SQLite counts exactly). Absent: no `total`, so every page costs the same.
+    pub count: Option<CountDoc>,
 }
 
 /// Query of single-rack reads.
@@ -134,7 +138,7 @@ pub async fn list_racks(
     State(state): State<AppState>,
     Query(q): Query<ListRacksQuery>,
 ) -> ApiResult<axum::Json<ListResponse<RackDoc>>> {
-    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?;
+    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?.counting(count_of(q.count));
     let filter = RackFilter {
         name: q.name,
         manufacturer: q.manufacturer,

@@ -17,7 +17,7 @@ use super::extract::{Json, MaybeJson, Query, uuid_param, with_location};
 use super::follow::{self, RolloutChange};
 use super::openapi::ROLLOUTS;
 use super::problem::{ApiResult, Problem};
-use super::schema::common::ListResponse;
+use super::schema::common::{CountDoc, ListResponse, count_of};
 use super::schema::rollout::CreateRolloutRequest;
 use super::schema::rollout_view::{RolloutDoc, RolloutPlanDoc};
 use crate::app::AppState;
@@ -104,6 +104,10 @@ pub struct ListRolloutsQuery {
     pub name: Option<String>,
     pub limit: Option<u64>,
     pub cursor: Option<String>,
+    /// `exact` or `estimate` to get `total` (and `total_is_estimate`) in the answer: `exact`
+    /// counts every match (as costly as the whole list), `estimate` is PostgreSQL's planner
+    /// estimate (SQLite counts exactly). Absent: no `total`, so every page costs the same.
+    pub count: Option<CountDoc>,
 }
 
 /// List rollouts
@@ -118,7 +122,7 @@ pub async fn list_rollouts(
     State(state): State<AppState>,
     Query(q): Query<ListRolloutsQuery>,
 ) -> ApiResult<axum::Json<ListResponse<RolloutDoc>>> {
-    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?;
+    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?.counting(count_of(q.count));
     let mut v = Violations::default();
     let mut statuses = Vec::new();
     for raw in q
@@ -144,11 +148,11 @@ pub async fn list_rollouts(
         let statuses = rollout_task_statuses(state.db(), &rollout).await?;
         items.push(RolloutDoc::new(rollout, &statuses));
     }
-    Ok(axum::Json(ListResponse {
+    Ok(axum::Json(ListResponse::new(
         items,
-        next_cursor: page.next_cursor,
-        total: page.total,
-    }))
+        page.next_cursor,
+        page.total,
+    )))
 }
 
 /// Get a rollout

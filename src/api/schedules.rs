@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 use super::extract::{Json, Query, uuid_param, with_location};
 use super::openapi::SCHEDULES;
 use super::problem::{ApiResult, Problem};
-use super::schema::common::{ListResponse, required_text};
+use super::schema::common::{CountDoc, ListResponse, count_of, required_text};
 use super::schema::schedule::{
     ConflictCheckRequest, CreateScheduleRequest, ScopeRequest, UpdateScheduleRequest, rack_targets,
 };
@@ -90,6 +90,10 @@ pub struct ListSchedulesQuery {
     pub rack_id: Option<uuid::Uuid>,
     pub limit: Option<u64>,
     pub cursor: Option<String>,
+    /// `exact` or `estimate` to get `total` (and `total_is_estimate`) in the answer: `exact`
+    /// counts every match (as costly as the whole list), `estimate` is PostgreSQL's planner
+    /// estimate (SQLite counts exactly). Absent: no `total`, so every page costs the same.
+    pub count: Option<CountDoc>,
 }
 
 /// List task schedules
@@ -105,7 +109,7 @@ pub async fn list_schedules(
     State(state): State<AppState>,
     Query(q): Query<ListSchedulesQuery>,
 ) -> ApiResult<axum::Json<ListResponse<ScheduleDoc>>> {
-    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?;
+    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?.counting(count_of(q.count));
     let filter = ScheduleFilter {
         enabled: q.enabled,
         rack_id: q.rack_id.map(Into::into),

@@ -14,7 +14,7 @@ use super::extract::{Query, uuid_param};
 use super::follow;
 use super::openapi::TASKS;
 use super::problem::{ApiResult, Problem};
-use super::schema::common::ListResponse;
+use super::schema::common::{CountDoc, ListResponse, count_of};
 use super::schema::task::TaskDoc;
 use crate::app::AppState;
 use crate::app::streams::Key;
@@ -53,6 +53,10 @@ pub struct ListTasksQuery {
     pub active_only: bool,
     pub limit: Option<u64>,
     pub cursor: Option<String>,
+    /// `exact` or `estimate` to get `total` (and `total_is_estimate`) in the answer: `exact`
+    /// counts every match (as costly as the whole list), `estimate` is PostgreSQL's planner
+    /// estimate (SQLite counts exactly). Absent: no `total`, so every page costs the same.
+    pub count: Option<CountDoc>,
 }
 
 impl ListTasksQuery {
@@ -121,7 +125,8 @@ async fn list(
 ) -> ApiResult<axum::Json<ListResponse<TaskDoc>>> {
     let filter = q.filter()?;
     let limit = crate::db::page::checked_limit(q.limit)?;
-    let page = store::list(state.db(), &filter, limit, q.cursor.as_deref()).await?;
+    let count = count_of(q.count).unwrap_or_default();
+    let page = store::list(state.db(), &filter, limit, q.cursor.as_deref(), count).await?;
     let racks: Vec<_> = page.items.iter().map(|t| t.rack_id).collect();
     let names = store::rack_names(state.db(), &racks).await?;
     let mut answer: ListResponse<TaskDoc> = ListResponse::from_page(page);
@@ -156,6 +161,10 @@ pub struct RackTasksQuery {
     pub active_only: bool,
     pub limit: Option<u64>,
     pub cursor: Option<String>,
+    /// `exact` or `estimate` to get `total` (and `total_is_estimate`) in the answer: `exact`
+    /// counts every match (as costly as the whole list), `estimate` is PostgreSQL's planner
+    /// estimate (SQLite counts exactly). Absent: no `total`, so every page costs the same.
+    pub count: Option<CountDoc>,
 }
 
 /// List a rack's tasks
@@ -179,6 +188,7 @@ pub async fn list_rack_tasks(
         active_only: q.active_only,
         limit: q.limit,
         cursor: q.cursor,
+        count: q.count,
         ..Default::default()
     };
     let page = list(&state, &q).await?;

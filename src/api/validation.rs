@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 use super::extract::{MaybeJson, Query, uuid_param};
 use super::openapi::VALIDATION;
 use super::problem::{ApiResult, Problem};
-use super::schema::common::{ComponentTypeDoc, ListResponse};
+use super::schema::common::{ComponentTypeDoc, CountDoc, ListResponse, count_of};
 use super::schema::drift::{DiffKindDoc, DriftDoc, ValidationDoc, ValidationRequest};
 use crate::app::AppState;
 use crate::db::page::PageRequest;
@@ -90,6 +90,10 @@ pub struct ListDriftQuery {
     pub limit: Option<u64>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// `exact` or `estimate` to get `total` (and `total_is_estimate`) in the answer: `exact`
+    /// counts every match (as costly as the whole list), `estimate` is PostgreSQL's planner
+    /// estimate (SQLite counts exactly). Absent: no `total`, so every page costs the same.
+    pub count: Option<CountDoc>,
 }
 
 /// List recorded drift
@@ -108,7 +112,7 @@ pub async fn list_drift(
     State(state): State<AppState>,
     Query(q): Query<ListDriftQuery>,
 ) -> ApiResult<axum::Json<ListResponse<DriftDoc>>> {
-    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?;
+    let page = PageRequest::parse(q.limit, q.cursor.as_deref())?.counting(count_of(q.count));
     let rack_id = match q.rack.as_deref().map(str::trim) {
         None => None,
         Some("") => return Err(Error::invalid("rack", "must not be empty").into()),

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PrimaryKeyTrait, QueryFilter,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PrimaryKeyTrait,
+    QueryFilter,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -31,8 +32,9 @@ pub struct Context {
     pub request_id: Option<String>,
     /// Where the request came from (see `api::client`), when it came over HTTP.
     pub client: Option<String>,
-    /// Ids of the rows recorded so far (the HTTP layer adds the final status to them).
-    recorded: Mutex<Vec<Uuid>>,
+    /// Ids of the rows recorded so far, with the status each was written with (the HTTP layer
+    /// sets the final status on those written without it, or with another).
+    recorded: Mutex<Vec<(Uuid, Option<u16>)>>,
 }
 
 impl Context {
@@ -78,7 +80,23 @@ impl Context {
 
     /// Rows recorded in this context so far.
     pub fn recorded(&self) -> Vec<Uuid> {
-        self.recorded.lock().map(|v| v.clone()).unwrap_or_default()
+        self.recorded
+            .lock()
+            .map(|v| v.iter().map(|(id, _)| *id).collect())
+            .unwrap_or_default()
+    }
+
+    /// The recorded rows whose written status is not `status`: those the answer must update.
+    pub fn unsettled(&self, status: u16) -> Vec<Uuid> {
+        self.recorded
+            .lock()
+            .map(|v| {
+                v.iter()
+                    .filter(|(_, written)| *written != Some(status))
+                    .map(|(id, _)| *id)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 
@@ -114,6 +132,9 @@ pub struct Change {
     pub resource_id: String,
     pub before: Option<Value>,
     pub after: Option<Value>,
+    /// The status the request answers once this change commits, when the store knows it (a
+    /// create's `201`): written with the row, so the answer need not update it.
+    pub status: Option<u16>,
 }
 
 impl Change {
@@ -123,7 +144,14 @@ impl Change {
             resource_id: resource_id.to_string(),
             before: None,
             after: None,
+            status: None,
         }
+    }
+
+    /// The status the request answers once this change commits.
+    pub fn answering(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
     }
 
     pub fn before(mut self, doc: Option<Value>) -> Self {
@@ -165,7 +193,7 @@ pub async fn record(db: &impl ConnectionTrait, change: Change, now: DateTime<Utc
         route: Set(context.route.clone()),
         resource_type: Set(Some(change.resource_type.to_string())),
         resource_id: Set(Some(change.resource_id)),
-        status: Set(None),
+        status: Set(change.status.map(i32::from)),
         request_id: Set(context.request_id.clone()),
         before: Set(change.before),
         after: Set(change.after),
@@ -174,7 +202,7 @@ pub async fn record(db: &impl ConnectionTrait, change: Change, now: DateTime<Utc
     .exec_without_returning(db)
     .await?;
     if let Ok(mut ids) = context.recorded.lock() {
-        ids.push(id);
+        ids.push((id, change.status));
     }
     Ok(())
 }
@@ -255,6 +283,41 @@ where
     let after = snapshot::<E>(db, id.clone()).await?;
     let change = Change::new(resource_type, id).before(before).after(after);
     record(db, change, now).await
+}
+
+/// Records the creation of a row from what was written (`row`, every column set), so the
+/// writer reads nothing back: the after document has the keys and values [`snapshot`] reads
+/// on PostgreSQL (timestamps as RFC 3339, ids as strings). The row carries the request's
+/// `201` already, so a created resource costs no status update after the answer.
+pub async fn row_created<A>(
+    db: &impl ConnectionTrait,
+    resource_type: &'static str,
+    id: impl ToString,
+    row: &A,
+    now: DateTime<Utc>,
+) -> Result<()>
+where
+    A: ActiveModelTrait,
+{
+    let change = Change::new(resource_type, id)
+        .after(Some(document_of(row)))
+        .answering(201);
+    record(db, change, now).await
+}
+
+/// A written row as the JSON document a read of it gives.
+pub fn document_of<A: ActiveModelTrait>(row: &A) -> Value {
+    use sea_orm::{IdenStatic, Iterable};
+    let mut doc = serde_json::Map::new();
+    for column in <A::Entity as EntityTrait>::Column::iter() {
+        let value = match row.get(column).into_value() {
+            Some(sea_orm::Value::ChronoDateTimeUtc(Some(at))) => serde_json::json!(at),
+            Some(value) => sea_orm::sea_query::value::sea_value_to_json_value(&value),
+            None => Value::Null,
+        };
+        doc.insert(column.as_str().to_string(), value);
+    }
+    Value::Object(doc)
 }
 
 /// The lease that makes one process at a time prune.

@@ -17,6 +17,10 @@ pub struct Paging {
     /// Follow cursors and print every page.
     #[arg(long)]
     pub all: bool,
+    /// Ask the server for `total`: `exact` (a count of every match) or `estimate` (PostgreSQL's
+    /// planner estimate). Without it a page says only whether there is more.
+    #[arg(long, value_parser = ["exact", "estimate"], conflicts_with = "all")]
+    pub count: Option<String>,
 }
 
 /// Query parameters with the empty filters left out.
@@ -42,6 +46,9 @@ pub async fn run(
     if let Some(cursor) = &paging.cursor {
         query.push(("cursor", cursor.clone()));
     }
+    if let Some(count) = &paging.count {
+        query.push(("count", count.clone()));
+    }
     let first = client.get(path, &query).await?;
     if !paging.all {
         output::emit(format, &first.text, &first.body, |body| {
@@ -51,7 +58,6 @@ pub async fn run(
         });
         return Ok(());
     }
-    let total = first.body["total"].clone();
     let mut items = first.body["items"].as_array().cloned().unwrap_or_default();
     let mut next = first.body["next_cursor"].as_str().map(String::from);
     while let Some(cursor) = next {
@@ -62,9 +68,15 @@ pub async fn run(
         next = page.body["next_cursor"].as_str().map(String::from);
     }
     match format {
-        // One document in the list shape, as if the server had answered with a single page.
+        // One document in the list shape, as if the server had answered with a single page;
+        // having read every page, its total is exact for free.
         Format::Json => {
-            let all = serde_json::json!({ "items": items, "next_cursor": null, "total": total });
+            let all = serde_json::json!({
+                "items": items,
+                "next_cursor": null,
+                "total": items.len(),
+                "total_is_estimate": false,
+            });
             output::print(&serde_json::to_string_pretty(&all).unwrap_or_default());
         }
         Format::Table => output::print(&table(&items)),
@@ -72,10 +84,16 @@ pub async fn run(
     Ok(())
 }
 
-/// On stderr, so stdout holds only the table: how many of how many, and how to get more.
+/// On stderr, so stdout holds only the table: how many (of how many, when counted with
+/// `--count`), and how to get more.
 fn footer(shown: usize, body: &Value) {
-    let total = body["total"].as_u64().unwrap_or(shown as u64);
-    if let Some(cursor) = body["next_cursor"].as_str() {
-        eprintln!("{shown} of {total}; next page: --cursor {cursor} (or --all)");
-    }
+    let Some(cursor) = body["next_cursor"].as_str() else {
+        return;
+    };
+    let of = match (body["total"].as_u64(), body["total_is_estimate"].as_bool()) {
+        (Some(total), Some(true)) => format!(" of about {total}"),
+        (Some(total), _) => format!(" of {total}"),
+        (None, _) => ", more".to_string(),
+    };
+    eprintln!("{shown}{of}; next page: --cursor {cursor} (or --all)");
 }

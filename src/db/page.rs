@@ -2,12 +2,15 @@
 //! array of the order's key, e.g. `["rack-01","<uuid>"]`), the page shape, and the `(name, id)`
 //! keyset query the inventory-like lists share. Lists in another order (tasks, newest first)
 //! use [`encode_key`]/[`decode_key`] with their own key.
+//!
+//! A page counts its matches only when asked ([`Count`]): counting every matching row costs
+//! what the whole list costs, while a keyset page costs the same at any size.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, Select,
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, QueryTrait, Select, Statement,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -64,11 +67,41 @@ impl Cursor {
     }
 }
 
+/// Whether a page says how many rows match its list (the `count` query parameter).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Count {
+    /// No total: the default, so a page costs the same at any size.
+    #[default]
+    Skip,
+    /// `COUNT(*)` over every matching row: exact, and as costly as the whole list.
+    Exact,
+    /// PostgreSQL's planner estimate for the list's query (from its table statistics); on
+    /// SQLite, which keeps no such statistics, an exact count flagged as exact.
+    Estimate,
+}
+
+/// How many rows match a list, and whether the figure is the planner's estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Total {
+    pub value: u64,
+    pub estimate: bool,
+}
+
+impl Total {
+    pub fn exact(value: u64) -> Self {
+        Self {
+            value,
+            estimate: false,
+        }
+    }
+}
+
 /// Which page of a list to return.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageRequest {
     pub limit: u64,
     pub after: Option<Cursor>,
+    pub count: Count,
 }
 
 impl Default for PageRequest {
@@ -76,6 +109,7 @@ impl Default for PageRequest {
         Self {
             limit: DEFAULT_LIMIT,
             after: None,
+            count: Count::Skip,
         }
     }
 }
@@ -88,7 +122,19 @@ impl PageRequest {
             .filter(|c| !c.is_empty())
             .map(Cursor::decode)
             .transpose()?;
-        Ok(Self { limit, after })
+        Ok(Self {
+            limit,
+            after,
+            count: Count::Skip,
+        })
+    }
+
+    /// The same page, counting its matches as asked (`None`: not at all).
+    pub fn counting(self, count: Option<Count>) -> Self {
+        Self {
+            count: count.unwrap_or_default(),
+            ..self
+        }
     }
 }
 
@@ -97,12 +143,18 @@ impl PageRequest {
 pub struct Page<T> {
     pub items: Vec<T>,
     pub next_cursor: Option<String>,
-    pub total: u64,
+    /// Present only when the request asked for a count.
+    pub total: Option<Total>,
 }
 
 impl<T> Page<T> {
     /// Builds a page from `limit + 1` fetched rows: the extra row only proves there is a next page.
-    pub fn from_rows(rows: Vec<T>, limit: u64, total: u64, key: impl Fn(&T) -> Cursor) -> Self {
+    pub fn from_rows(
+        rows: Vec<T>,
+        limit: u64,
+        total: Option<Total>,
+        key: impl Fn(&T) -> Cursor,
+    ) -> Self {
         Self::from_rows_by(rows, limit, total, |row| key(row).encode())
     }
 
@@ -111,7 +163,7 @@ impl<T> Page<T> {
     pub fn from_rows_by(
         mut rows: Vec<T>,
         limit: u64,
-        total: u64,
+        total: Option<Total>,
         cursor: impl Fn(&T) -> String,
     ) -> Self {
         let more = rows.len() as u64 > limit;
@@ -133,21 +185,67 @@ impl<T> Page<T> {
     }
 }
 
-/// Fetches one page of `query` in `(name, id)` order: the total count of matches, and up to
-/// `limit + 1` rows after the cursor (the extra row tells [`Page::from_rows`] there is more).
+/// How many rows `query` selects, as `how` asks: nothing, `COUNT(*)`, or (PostgreSQL) the
+/// planner's row estimate for the query, read from `EXPLAIN` without running it.
+pub async fn count_matches<E>(
+    db: &impl ConnectionTrait,
+    query: &Select<E>,
+    how: Count,
+) -> Result<Option<Total>>
+where
+    E: EntityTrait,
+    E::Model: Send + Sync,
+{
+    match (how, db.get_database_backend()) {
+        (Count::Skip, _) => Ok(None),
+        (Count::Estimate, DbBackend::Postgres) => estimate(db, query).await.map(Some),
+        // SQLite keeps no planner statistics to estimate from: it counts, and says so.
+        (Count::Exact | Count::Estimate, _) => {
+            Ok(Some(Total::exact(query.clone().count(db).await?)))
+        }
+    }
+}
+
+/// The planner's estimate of the rows `query` returns: `Plan Rows` of the top plan node, which
+/// PostgreSQL derives from `pg_class.reltuples` and the columns' statistics (kept fresh by
+/// autovacuum's ANALYZE), so it costs a plan, not a scan.
+async fn estimate<E>(db: &impl ConnectionTrait, query: &Select<E>) -> Result<Total>
+where
+    E: EntityTrait,
+{
+    let built = query.build(DbBackend::Postgres);
+    let explain = Statement::from_sql_and_values(
+        DbBackend::Postgres,
+        format!("EXPLAIN (FORMAT JSON) {}", built.sql),
+        built.values.map(|v| v.0).unwrap_or_default(),
+    );
+    let plan: serde_json::Value = match db.query_one_raw(explain).await? {
+        Some(row) => row.try_get_by_index(0)?,
+        None => serde_json::Value::Null,
+    };
+    let rows = plan[0]["Plan"]["Plan Rows"].as_f64().unwrap_or(0.0);
+    Ok(Total {
+        value: rows.max(0.0).round() as u64,
+        estimate: true,
+    })
+}
+
+/// Fetches one page of `query` in `(name, id)` order: the count of matches if the page asks for
+/// one, and up to `limit + 1` rows after the cursor (the extra row tells [`Page::from_rows`]
+/// there is more).
 pub async fn keyset_rows<E, C>(
     db: &impl ConnectionTrait,
     query: Select<E>,
     name: C,
     id: C,
     page: &PageRequest,
-) -> Result<(Vec<E::Model>, u64)>
+) -> Result<(Vec<E::Model>, Option<Total>)>
 where
     E: EntityTrait,
     E::Model: Send + Sync,
     C: ColumnTrait,
 {
-    let total = query.clone().count(db).await?;
+    let total = count_matches(db, &query, page.count).await?;
     let query = match &page.after {
         Some(after) => query.filter(after_cursor(name, id, after)),
         None => query,
@@ -200,7 +298,7 @@ mod tests {
 
     #[test]
     fn a_page_with_an_extra_row_points_at_its_last_item() {
-        let page = Page::from_rows(vec![1, 2, 3], 2, 3, |n| Cursor {
+        let page = Page::from_rows(vec![1, 2, 3], 2, None, |n| Cursor {
             name: n.to_string(),
             id: Uuid::nil(),
         });
@@ -213,7 +311,7 @@ mod tests {
                 .map(|c| c.name),
             Some("2".into())
         );
-        let last = Page::from_rows(vec![1], 2, 1, |n| Cursor {
+        let last = Page::from_rows(vec![1], 2, None, |n| Cursor {
             name: n.to_string(),
             id: Uuid::nil(),
         });

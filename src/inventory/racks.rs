@@ -52,13 +52,15 @@ pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) 
         .collect();
     ensure_new_rack_unique(&txn, new, &candidates).await?;
     let id = Uuid::now_v7();
-    racks::Entity::insert(super::writes::rack_row(id, new, now))
+    let row = super::writes::rack_row(id, new, now);
+    racks::Entity::insert(row.clone())
         .exec_without_returning(&txn)
         .await
         .map_err(|e| on_unique(e, "the rack"))?;
     let all: Vec<&NewComponent> = new.components.iter().collect();
     let ids = insert_all(&txn, Some(id), &all, now).await?;
-    crate::audit::row_changed::<racks::Entity>(&txn, "rack", id, None, now).await?;
+    // The audit's after document is the row as written, not read back.
+    crate::audit::row_created(&txn, "rack", id, &row, now).await?;
     txn.commit().await?;
     // Everything stored is known here, so the answer is built rather than read back: reading
     // the rack, its components and their BMCs again tripled the round trips of an import.

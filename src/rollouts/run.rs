@@ -12,6 +12,10 @@ use crate::drift::observe::Observer;
 use crate::error::{Code, Error, Result};
 use crate::ids::RolloutId;
 
+/// How often [`RolloutService::advance_waiting`] reads a wave's counts while it waits: two
+/// small reads, a tenth of a second after a task ended at worst.
+const WAIT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// What the run needs to drive the rollout, read once at its start.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunPlan {
@@ -208,6 +212,28 @@ impl RolloutService {
             wave: Counts::of(r.waves[index].racks.iter(), &statuses),
             overall: Counts::of(r.racks(), &statuses),
         })
+    }
+
+    /// [`advance`](Self::advance), then, unless the wave is done, a long poll: reads the
+    /// wave's counts every [`WAIT_EVERY`] until they change (a task ended) or `wait` passed. A
+    /// wave is so followed by one activity per change, answered within ~0.1 s of it, instead of
+    /// a workflow timer and an activity per poll. Only the first step submits, so a pause that
+    /// arrives meanwhile starts no rack: the workflow's next step carries it.
+    pub async fn advance_waiting(
+        &self,
+        id: RolloutId,
+        wave: u32,
+        submit: bool,
+        wait: std::time::Duration,
+    ) -> Result<WaveProgress> {
+        let first = self.advance(id, wave, submit).await?;
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut now = first;
+        while !now.done() && now == first && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(WAIT_EVERY).await;
+            now = self.advance(id, wave, false).await?;
+        }
+        Ok(now)
     }
 
     /// Validates each rack of the wave whose task succeeded against its component managers;

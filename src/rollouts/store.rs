@@ -2,13 +2,13 @@
 //! compare-and-set on the row's revision; the rollout workflow's activities are its one writer.
 
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 
 use super::model::{Rollout, RolloutStatus};
 use crate::db::entities::rollouts;
-use crate::db::page::{Cursor, Page, PageRequest};
+use crate::db::page::{Cursor, Page, PageRequest, count_matches};
 use crate::error::{Error, Result};
 use crate::ids::RolloutId;
 use crate::inventory::query::text_matches;
@@ -114,7 +114,7 @@ pub async fn list(
     if let Some(name) = &filter.name {
         query = query.filter(text_matches(rollouts::Column::Name, name));
     }
-    let total = query.clone().count(db).await?;
+    let total = count_matches(db, &query, page.count).await?;
     if let Some(after) = &page.after {
         query = query.filter(rollouts::Column::Id.lt(after.id));
     }

@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 use uuid::Uuid;
 
@@ -14,7 +14,7 @@ use super::model::{
 };
 use crate::db::entities::task_schedules as schedules;
 use crate::db::entities::{task_schedule_runs as runs, task_schedule_scopes as scopes};
-use crate::db::page::{Cursor, Page, PageRequest};
+use crate::db::page::{Cursor, Page, PageRequest, count_matches};
 use crate::error::{Code, Error, Result};
 use crate::ids::{RackId, ScheduleId, TaskId};
 
@@ -150,7 +150,7 @@ pub async fn list(
             .await?;
         query = query.filter(schedules::Column::Id.is_in(ids));
     }
-    let total = query.clone().count(db).await?;
+    let total = count_matches(db, &query, page.count).await?;
     if let Some(after) = &page.after {
         query = query.filter(
             sea_orm::Condition::any()

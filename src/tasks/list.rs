@@ -3,15 +3,15 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, Select,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    Select,
 };
 use uuid::Uuid;
 
 use super::model::{Task, TaskStatus};
 use super::store::task_from_row;
 use crate::db::entities::{task_steps, tasks};
-use crate::db::page::{Page, decode_key, encode_key};
+use crate::db::page::{Count, Page, count_matches, decode_key, encode_key};
 use crate::domain::code::OperationCode;
 use crate::error::Result;
 use crate::ids::{ComponentId, OperationRequestId, RackId};
@@ -32,9 +32,10 @@ pub async fn list(
     filter: &TaskFilter,
     limit: u64,
     cursor: Option<&str>,
+    count: Count,
 ) -> Result<Page<Task>> {
     let mut query = filtered(filter);
-    let total = query.clone().count(db).await?;
+    let total = count_matches(db, &query, count).await?;
     if let Some((at, id)) = cursor
         .filter(|c| !c.is_empty())
         .map(decode_key)

@@ -38,6 +38,7 @@ pub async fn show(
             diff_kind: None,
             limit: Some(1000),
             cursor: None,
+            count: None,
         };
         let drift = crate::api::validation::list_drift(State(state.clone()), Query(drift_q))
             .await?

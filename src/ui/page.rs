@@ -182,17 +182,23 @@ pub fn next_link(path: &str, pairs: &[(String, String)], cursor: &str) -> String
     )
 }
 
-/// Pager under a list: the total and a link to the next page, if any.
+/// Pager under a list: how many are shown (of how many, when the list was counted: the
+/// console does not ask, so a page costs the same at any size), "more" and a link to the next
+/// page, if any.
 pub fn pager(
     path: &str,
     pairs: &[(String, String)],
     shown: usize,
-    total: u64,
+    total: Option<String>,
     next: Option<&str>,
 ) -> Markup {
     html! {
         div.pager {
-            span { (shown) " shown of " (total) }
+            @match (&total, next) {
+                (Some(total), _) => span { (shown) " shown of " (total) },
+                (None, Some(_)) => span { (shown) " shown, more on the next page" },
+                (None, None) => span { (shown) " shown" },
+            }
             @if pairs.iter().any(|(k, _)| k == "cursor") {
                 a href=(format!("{path}?{}", serde_urlencoded::to_string(pairs.iter().filter(|(k, _)| k != "cursor").collect::<Vec<_>>()).unwrap_or_default())) { "First page" }
             }

@@ -126,7 +126,7 @@ pub async fn list(
                 div.actions { button type="submit" { "Run an operation on the selected racks" } }
             }
         }
-        (page::pager("/ui/racks", &pairs, found.items.len(), found.total, found.next_cursor.as_deref()))
+        (page::pager("/ui/racks", &pairs, found.items.len(), found.total_text(), found.next_cursor.as_deref()))
     };
     Ok(page::ok(page::layout(
         "Racks",
@@ -187,6 +187,7 @@ pub async fn show(
         diff_kind: None,
         limit: Some(200),
         cursor: None,
+        count: None,
     };
     let drift = crate::api::validation::list_drift(State(state.clone()), Query(drift_q))
         .await?

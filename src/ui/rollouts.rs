@@ -106,7 +106,7 @@ pub async fn list(
                 } } }
             } }
         }
-        (page::pager("/ui/rollouts", &pairs, found.items.len(), found.total, found.next_cursor.as_deref()))
+        (page::pager("/ui/rollouts", &pairs, found.items.len(), found.total_text(), found.next_cursor.as_deref()))
     };
     Ok(page::ok(page::layout(
         "Rollouts",

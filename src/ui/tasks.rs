@@ -78,7 +78,7 @@ pub async fn list(
             button type="submit" { "Filter" }
         }
         (task_table(&found.items))
-        (page::pager("/ui/tasks", &pairs, found.items.len(), found.total, found.next_cursor.as_deref()))
+        (page::pager("/ui/tasks", &pairs, found.items.len(), found.total_text(), found.next_cursor.as_deref()))
     };
     Ok(page::ok(page::layout(
         "Tasks",

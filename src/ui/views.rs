@@ -79,7 +79,7 @@ pub async fn drift(
             button type="submit" { "Filter" }
         }
         (super::racks::drift_table(&found.items))
-        (page::pager("/ui/drift", &pairs, found.items.len(), found.total, found.next_cursor.as_deref()))
+        (page::pager("/ui/drift", &pairs, found.items.len(), found.total_text(), found.next_cursor.as_deref()))
     };
     Ok(page::ok(page::layout(
         "Drift",
@@ -126,7 +126,7 @@ pub async fn schedules(
                 } } }
             } }
         }
-        (page::pager("/ui/schedules", &pairs, found.items.len(), found.total, found.next_cursor.as_deref()))
+        (page::pager("/ui/schedules", &pairs, found.items.len(), found.total_text(), found.next_cursor.as_deref()))
     };
     Ok(page::ok(page::layout(
         "Schedules",

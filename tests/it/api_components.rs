@@ -111,29 +111,35 @@ fn serials(page: &Value) -> Vec<String> {
 async fn components_are_listed_with_filters_and_cursors(app: TestApp) {
     let a = app.create_rack(&gb200_rack(1, 3)).await;
     app.create_rack(&gb200_rack(2, 3)).await;
-    let all = app.get("/v1/components").await;
+    let all = app.get("/v1/components?count=exact").await;
     assert_eq!(all.body["total"], 16);
     let a_id = a["id"].as_str().unwrap();
     assert_eq!(
-        app.get(&format!("/v1/components?rack_id={a_id}"))
+        app.get(&format!("/v1/components?rack_id={a_id}&count=exact"))
             .await
             .body["total"],
         8
     );
     assert_eq!(
-        app.get("/v1/components?rack_name=rack-0002").await.body["total"],
+        app.get("/v1/components?rack_name=rack-0002&count=exact")
+            .await
+            .body["total"],
         8
     );
     assert_eq!(
-        app.get("/v1/components?rack_name=nope").await.body["total"],
+        app.get("/v1/components?rack_name=nope&count=exact")
+            .await
+            .body["total"],
         0
     );
     assert_eq!(
-        app.get("/v1/components?type=compute").await.body["total"],
+        app.get("/v1/components?type=compute&count=exact")
+            .await
+            .body["total"],
         6
     );
     assert_eq!(
-        app.get("/v1/components?type=COMPONENT_TYPE_NVSWITCH,powershelf")
+        app.get("/v1/components?type=COMPONENT_TYPE_NVSWITCH,powershelf&count=exact")
             .await
             .body["total"],
         8
@@ -163,17 +169,21 @@ async fn components_are_listed_with_filters_and_cursors(app: TestApp) {
         vec!["SN-0002-compute-01"]
     );
     assert_eq!(
-        app.get("/v1/components?name=r0001-gpu*").await.body["total"],
+        app.get("/v1/components?name=r0001-gpu*&count=exact")
+            .await
+            .body["total"],
         3
     );
     assert_eq!(
-        app.get("/v1/components?manufacturer=Nvidia&model=GB200%20Power%20Shelf")
+        app.get("/v1/components?manufacturer=Nvidia&model=GB200%20Power%20Shelf&count=exact")
             .await
             .body["total"],
         4
     );
     assert_eq!(
-        app.get("/v1/components?external_id=m-1").await.body["total"],
+        app.get("/v1/components?external_id=m-1&count=exact")
+            .await
+            .body["total"],
         0
     );
 
@@ -181,7 +191,9 @@ async fn components_are_listed_with_filters_and_cursors(app: TestApp) {
     let mut next = Some(String::new());
     while let Some(cursor) = next {
         let page = app
-            .get(&format!("/v1/components?limit=5&cursor={cursor}"))
+            .get(&format!(
+                "/v1/components?limit=5&cursor={cursor}&count=exact"
+            ))
             .await;
         assert_eq!(page.status, 200, "{}", page.text);
         assert_eq!(page.body["total"], 16);

@@ -12,6 +12,7 @@ on_both_backends!(
     a_rack_is_read_by_id_and_by_serial_with_or_without_components,
     model_and_plain_text_description_round_trip_unchanged,
     racks_are_listed_in_name_order_with_filters_and_stable_cursors,
+    lists_count_their_matches_only_when_asked_exactly_or_by_estimate,
     a_patch_merges_fields_and_location_keys_and_reports_component_changes,
     a_patch_honours_if_match_and_rejects_a_taken_name,
     a_patch_merges_a_whole_component_list_all_or_nothing,
@@ -152,11 +153,66 @@ fn names(page: &Value) -> Vec<String> {
         .collect()
 }
 
+async fn lists_count_their_matches_only_when_asked_exactly_or_by_estimate(app: TestApp) {
+    for n in 1..=3 {
+        app.create_rack(&gb200_rack(n, 1)).await;
+    }
+    // No count by default: the cursor says there is more.
+    let plain = app.get("/v1/racks?limit=2").await;
+    assert_eq!(plain.status, 200, "{}", plain.text);
+    assert!(plain.body.get("total").is_none(), "{}", plain.text);
+    assert!(
+        plain.body.get("total_is_estimate").is_none(),
+        "{}",
+        plain.text
+    );
+    assert!(plain.body["next_cursor"].is_string(), "{}", plain.text);
+    let exact = app.get("/v1/racks?limit=2&count=exact").await;
+    assert_eq!(exact.body["total"], 3, "{}", exact.text);
+    assert_eq!(exact.body["total_is_estimate"], false);
+    // The same shape on every list.
+    for path in [
+        "/v1/components",
+        "/v1/tasks",
+        "/v1/rollouts",
+        "/v1/drift",
+        "/v1/nvl-domains",
+        "/v1/task-schedules",
+    ] {
+        let r = app.get(&format!("{path}?count=exact")).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+        assert!(r.body["total"].is_u64(), "{path}: {}", r.text);
+        assert_eq!(r.body["total_is_estimate"], false, "{path}");
+        let r = app.get(path).await;
+        assert!(r.body.get("total").is_none(), "{path}: {}", r.text);
+    }
+    let estimate = app.get("/v1/components?type=compute&count=estimate").await;
+    assert_eq!(estimate.status, 200, "{}", estimate.text);
+    assert!(estimate.body["total"].is_u64(), "{}", estimate.text);
+    if app.db.db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        // The planner's figure, whatever its statistics say now: flagged, not promised.
+        assert_eq!(
+            estimate.body["total_is_estimate"], true,
+            "{}",
+            estimate.text
+        );
+    } else {
+        // SQLite keeps no statistics: it counts, and says the figure is exact.
+        assert_eq!(estimate.body["total"], 3, "{}", estimate.text);
+        assert_eq!(estimate.body["total_is_estimate"], false);
+    }
+    for path in ["/v1/racks?count=approximately", "/v1/tasks?count=1"] {
+        let r = app.get(path).await;
+        r.assert_problem(400, "invalid_input");
+        assert_eq!(r.error_fields(), vec!["count"], "{path}: {}", r.text);
+    }
+}
+
 async fn racks_are_listed_in_name_order_with_filters_and_stable_cursors(app: TestApp) {
     for n in [5, 3, 1, 4, 2] {
         app.create_rack(&gb200_rack(n, 1)).await;
     }
-    let first = app.get("/v1/racks?limit=2").await;
+    let first = app.get("/v1/racks?limit=2&count=exact").await;
     assert_eq!(first.status, 200, "{}", first.text);
     assert_eq!(names(&first.body), vec!["rack-0001", "rack-0002"]);
     assert_eq!(first.body["total"], 5);
@@ -179,11 +235,15 @@ async fn racks_are_listed_in_name_order_with_filters_and_stable_cursors(app: Tes
         vec!["rack-0000", "rack-0001", "rack-0002"]
     );
     assert_eq!(
-        app.get("/v1/racks?manufacturer=nvidia").await.body["total"],
+        app.get("/v1/racks?manufacturer=nvidia&count=exact")
+            .await
+            .body["total"],
         6
     );
     assert_eq!(
-        app.get("/v1/racks?model=GB200%20NVL72").await.body["total"],
+        app.get("/v1/racks?model=GB200%20NVL72&count=exact")
+            .await
+            .body["total"],
         6
     );
     assert_eq!(
@@ -198,7 +258,10 @@ async fn racks_are_listed_in_name_order_with_filters_and_stable_cursors(app: Tes
         ),
         vec!["rack-0004"]
     );
-    assert_eq!(app.get("/v1/racks?nvl_domain=nope").await.body["total"], 0);
+    assert_eq!(
+        app.get("/v1/racks?nvl_domain=nope&count=exact").await.body["total"],
+        0
+    );
     let with = app
         .get("/v1/racks?name=rack-0002&include_components=true")
         .await;
@@ -392,8 +455,8 @@ async fn a_deleted_rack_disappears_and_frees_its_keys_until_purged(app: TestApp)
     assert_eq!(app.delete(&path).await.status, 204);
     app.get(&path).await.assert_problem(404, "not_found");
     app.delete(&path).await.assert_problem(404, "not_found");
-    assert_eq!(app.get("/v1/racks").await.body["total"], 0);
-    assert_eq!(app.get("/v1/components").await.body["total"], 0);
+    assert_eq!(app.get("/v1/racks?count=exact").await.body["total"], 0);
+    assert_eq!(app.get("/v1/components?count=exact").await.body["total"], 0);
     app.get("/v1/components/by-mac/02:00:04:00:01:00")
         .await
         .assert_problem(404, "not_found");
@@ -452,7 +515,7 @@ async fn concurrent_writers_all_succeed_and_a_contested_name_goes_to_exactly_one
             .filter(|r| r.status != 201)
             .all(|r| r.status == 409)
     );
-    assert_eq!(app.get("/v1/racks").await.body["total"], 9);
+    assert_eq!(app.get("/v1/racks?count=exact").await.body["total"], 9);
     assert_eq!(
         app.count_rows("components").await,
         8 * 7 + 6,

@@ -181,7 +181,13 @@ async fn the_cli_creates_a_rack_from_yaml_finds_it_lists_it_and_maps_each_error_
         json.json()["items"][0]["serial_number"],
         "B8111801000951700005Y0SA"
     );
-    let json = flow(&url, &["rack", "list", "--room", "nowhere", "-o", "json"]).await;
+    let json = flow(
+        &url,
+        &[
+            "rack", "list", "--room", "nowhere", "--count", "exact", "-o", "json",
+        ],
+    )
+    .await;
     assert_eq!(json.code, 0, "{json:#?}");
     assert_eq!(json.json()["total"], 0);
     assert_eq!(json.json()["items"], json!([]));
@@ -288,7 +294,13 @@ async fn power_on_with_wait_succeeds_a_failing_device_exits_1_and_watch_follows_
     assert!(watch.stdout.contains("succeeded"), "{watch:#?}");
     assert!(watch.stderr.contains("upgrade"), "{watch:#?}");
 
-    let listed = flow(&url, &["task", "list", "--rack", "g10", "-o", "json"]).await;
+    let listed = flow(
+        &url,
+        &[
+            "task", "list", "--rack", "g10", "--count", "exact", "-o", "json",
+        ],
+    )
+    .await;
     assert_eq!(listed.code, 0, "{listed:#?}");
     assert_eq!(listed.json()["total"], 2, "{listed:#?}");
 }

@@ -277,7 +277,10 @@ async fn a_queued_operation_waits_for_the_rack_then_runs_and_reject_answers_409(
         vec!["compute", "nvswitch", "powershelf"],
         "power-off goes the other way"
     );
-    let listed = ops.app.get("/v1/tasks?operation=power_off").await;
+    let listed = ops
+        .app
+        .get("/v1/tasks?operation=power_off&count=exact")
+        .await;
     assert_eq!(listed.body["total"], 1);
 }
 

@@ -237,7 +237,7 @@ async fn skip_leaves_a_busy_rack_alone_and_queue_waits_behind_it(ops: Ops) {
             .contains(&busy),
         "{fired}"
     );
-    let active = ops.app.get("/v1/tasks?active_only=true").await;
+    let active = ops.app.get("/v1/tasks?active_only=true&count=exact").await;
     assert_eq!(active.body["total"], 1, "{}", active.text);
     ops.app
         .post_empty(&format!("/v1/task-schedules/{id}/pause"))
@@ -502,9 +502,11 @@ mod http {
             json!({"type": "interval", "spec": "6h", "timezone": "UTC"})
         );
 
-        let list = app.get("/v1/task-schedules?enabled=true").await;
+        let list = app.get("/v1/task-schedules?enabled=true&count=exact").await;
         assert_eq!(list.body["total"], 1, "{}", list.text);
-        let list = app.get("/v1/task-schedules?enabled=false").await;
+        let list = app
+            .get("/v1/task-schedules?enabled=false&count=exact")
+            .await;
         assert_eq!(list.body["total"], 0, "{}", list.text);
 
         // A one-time schedule is used up by its fire: no pause, resume or new time after that.
@@ -578,7 +580,7 @@ mod http {
         assert_eq!(items[1]["component_types"], json!([]));
         let by_rack = app
             .get(&format!(
-                "/v1/task-schedules?rack_id={}",
+                "/v1/task-schedules?rack_id={}&count=exact",
                 items[1]["rack_id"].as_str().unwrap()
             ))
             .await;

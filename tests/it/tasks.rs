@@ -183,7 +183,7 @@ async fn rack_shortcuts_and_task_filters_work_together(ops: Ops) {
     let other = ops.operate("power-off", &rack("rack-0002")).await;
     ops.wait_end(other.body["task_ids"][0].as_str().unwrap())
         .await;
-    let listed = ops.app.get("/v1/tasks?limit=2").await;
+    let listed = ops.app.get("/v1/tasks?limit=2&count=exact").await;
     assert_eq!(listed.body["total"], 3);
     let newest: Vec<&str> = listed.body["items"]
         .as_array()
@@ -209,7 +209,7 @@ async fn rack_shortcuts_and_task_filters_work_together(ops: Ops) {
     assert_eq!(rest.body["items"][0]["id"], on_id.as_str());
     assert_eq!(
         ops.app
-            .get(&format!("/v1/racks/{rack_id}/tasks"))
+            .get(&format!("/v1/racks/{rack_id}/tasks?count=exact"))
             .await
             .body["total"],
         2
@@ -217,14 +217,17 @@ async fn rack_shortcuts_and_task_filters_work_together(ops: Ops) {
     assert_eq!(
         ops.app
             .get(&format!(
-                "/v1/tasks?rack_id={rack_id}&status=succeeded&operation=power_on"
+                "/v1/tasks?rack_id={rack_id}&status=succeeded&operation=power_on&count=exact"
             ))
             .await
             .body["total"],
         1
     );
     assert_eq!(
-        ops.app.get("/v1/tasks?active_only=true").await.body["total"],
+        ops.app
+            .get("/v1/tasks?active_only=true&count=exact")
+            .await
+            .body["total"],
         0
     );
     let tray = created["components"]
@@ -236,7 +239,7 @@ async fn rack_shortcuts_and_task_filters_work_together(ops: Ops) {
     assert_eq!(
         ops.app
             .get(&format!(
-                "/v1/tasks?component_id={}",
+                "/v1/tasks?component_id={}&count=exact",
                 tray["id"].as_str().unwrap()
             ))
             .await

@@ -237,7 +237,7 @@ async fn a_manager_that_does_not_answer_is_unreachable_not_missing_and_its_drift
         sync.run_once("a").await.unwrap(),
         SyncRun::Ran { .. }
     ));
-    let before = h.app.get("/v1/drift?type=powershelf").await;
+    let before = h.app.get("/v1/drift?type=powershelf&count=exact").await;
     assert_eq!(before.body["total"], 3, "{}", before.text);
 
     h.psm.stall();
@@ -266,7 +266,7 @@ async fn a_manager_that_does_not_answer_is_unreachable_not_missing_and_its_drift
         }
         other => panic!("{other:?}"),
     }
-    let after = h.app.get("/v1/drift?type=powershelf").await;
+    let after = h.app.get("/v1/drift?type=powershelf&count=exact").await;
     assert_eq!(after.body["total"], 4, "{}", after.text);
     let items = after.body["items"].as_array().unwrap();
     let kept: Vec<_> = items
@@ -293,7 +293,7 @@ async fn a_manager_that_does_not_answer_is_unreachable_not_missing_and_its_drift
     // Back: the source's drift is replaced and fresh again.
     h.psm.resume();
     sync.run_once("a").await.unwrap();
-    let healed = h.app.get("/v1/drift?type=powershelf").await;
+    let healed = h.app.get("/v1/drift?type=powershelf&count=exact").await;
     assert_eq!(healed.body["total"], 3, "{}", healed.text);
     assert!(
         healed.body["items"]
@@ -323,14 +323,16 @@ async fn drift_sync_records_drift_and_observed_fields_without_touching_expected_
         other => panic!("{other:?}"),
     }
 
-    let all = h.app.get("/v1/drift").await;
+    let all = h.app.get("/v1/drift?count=exact").await;
     assert_eq!(all.status, 200, "{}", all.text);
     assert_eq!(all.body["total"], 3);
-    let by_rack = h.app.get("/v1/drift?rack=rack-0001").await;
+    let by_rack = h.app.get("/v1/drift?rack=rack-0001&count=exact").await;
     assert_eq!(by_rack.body["total"], 2, "the stray shelf is in no rack");
     let by_id = h
         .app
-        .get(&format!("/v1/drift?rack={rack_id}&kind=mismatch"))
+        .get(&format!(
+            "/v1/drift?rack={rack_id}&kind=mismatch&count=exact"
+        ))
         .await;
     assert_eq!(by_id.body["total"], 1);
     let d = &by_id.body["items"][0];
@@ -340,7 +342,10 @@ async fn drift_sync_records_drift_and_observed_fields_without_touching_expected_
     assert_eq!(d["stale"], false);
     let unexpected = h.app.get("/v1/drift?kind=unexpected&type=powershelf").await;
     assert_eq!(unexpected.body["items"][0]["address"], STRAY);
-    assert_eq!(h.app.get("/v1/drift?type=compute").await.body["total"], 0);
+    assert_eq!(
+        h.app.get("/v1/drift?type=compute&count=exact").await.body["total"],
+        0
+    );
     let paged = h.app.get("/v1/drift?limit=2").await;
     assert_eq!(paged.body["items"].as_array().unwrap().len(), 2);
     let next = paged.body["next_cursor"].as_str().unwrap();

@@ -178,11 +178,16 @@ async fn probe_identity(state: &AppState, request: &mut Request) {
 /// Gives the rows a request recorded its status, or records the request itself when it changed
 /// nothing (refused, failed, or a route whose store records nothing).
 async fn finish_audit(state: &AppState, context: &audit::Context, status: StatusCode) {
-    let ids = context.recorded();
-    let result = if ids.is_empty() {
+    let result = if context.recorded().is_empty() {
         audit::record_request(state.db(), context, status.as_u16(), state.now()).await
     } else {
-        audit::set_status(state.db(), &ids, status.as_u16()).await
+        // Rows written with this very status (a create's 201) need no update.
+        audit::set_status(
+            state.db(),
+            &context.unsettled(status.as_u16()),
+            status.as_u16(),
+        )
+        .await
     };
     if let Err(e) = result {
         tracing::error!(error = %e, route = %context.route, "recording the request's outcome in the audit log failed");

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
-use crate::db::page::Page;
+use crate::db::page::{Count, Page, Total};
 use crate::error::Violations;
 use crate::inventory::model::{
     Bmc, BmcType, ComponentType, Location, MacAddress, NewBmc, Position, PowerState,
@@ -263,12 +263,20 @@ impl From<Bmc> for BmcDoc {
 }
 
 /// One page of a list. Pass `next_cursor` as `cursor` to get the next page; it is absent on
-/// the last page. `total` counts every match, not just this page.
+/// the last page. `total` and `total_is_estimate` are present only when the request asked for
+/// them with `count`: a page without a count costs the same at any list size.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ListResponse<T> {
     pub items: Vec<T>,
     pub next_cursor: Option<String>,
-    pub total: u64,
+    /// How many items match the list (every page, not just this one). Only with `count=exact`
+    /// (a count of every match) or `count=estimate` (PostgreSQL's planner estimate; SQLite
+    /// counts exactly instead); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// Present with `total`: `true` when it is the planner's estimate, `false` when counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_is_estimate: Option<bool>,
 }
 
 impl<T> ListResponse<T> {
@@ -277,12 +285,52 @@ impl<T> ListResponse<T> {
         T: From<D>,
     {
         let page = page.map(T::from);
+        Self::new(page.items, page.next_cursor, page.total)
+    }
+
+    /// A page of already converted items.
+    pub fn new(items: Vec<T>, next_cursor: Option<String>, total: Option<Total>) -> Self {
         Self {
-            items: page.items,
-            next_cursor: page.next_cursor,
-            total: page.total,
+            items,
+            next_cursor,
+            total: total.map(|t| t.value),
+            total_is_estimate: total.map(|t| t.estimate),
         }
     }
+
+    /// The total as a person reads it (`"about 10000"` for an estimate), when there is one.
+    pub fn total_text(&self) -> Option<String> {
+        let total = self.total?;
+        Some(match self.total_is_estimate {
+            Some(true) => format!("about {total}"),
+            _ => total.to_string(),
+        })
+    }
+}
+
+/// The `count` query parameter of every list: whether the answer carries `total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CountDoc {
+    /// Count every matching row (as costly as the whole list).
+    Exact,
+    /// PostgreSQL's planner estimate (cheap; flagged `total_is_estimate: true`); SQLite counts
+    /// exactly and flags `total_is_estimate: false`.
+    Estimate,
+}
+
+impl From<CountDoc> for Count {
+    fn from(c: CountDoc) -> Self {
+        match c {
+            CountDoc::Exact => Count::Exact,
+            CountDoc::Estimate => Count::Estimate,
+        }
+    }
+}
+
+/// [`CountDoc`] of a list query, as the page request's [`Count`].
+pub fn count_of(count: Option<CountDoc>) -> Option<Count> {
+    count.map(Count::from)
 }
 
 /// Longest accepted text field.

@@ -6,6 +6,7 @@
 //! and get a plain 409), but checking first lets us tell the caller which serial or MAC it was.
 
 mod places;
+mod taken;
 
 pub(crate) use places::{
     DomainSlot, attached_elsewhere, component_elsewhere, domain_slot, ensure_attachable,
@@ -14,13 +15,12 @@ pub(crate) use places::{
 
 use std::collections::HashMap;
 
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::ConnectionTrait;
+use taken::{Holder, Taken};
 use uuid::Uuid;
 
-use super::live::components_by_serial;
 use super::model::{NewBmc, NewComponent};
 use super::query::manufacturer_key;
-use crate::db::entities::bmcs;
 use crate::error::{Code, Error, FieldError, Result};
 
 /// A field's JSON path under `path` (empty for a top-level component).
@@ -70,17 +70,41 @@ fn in_request(candidates: &[Candidate<'_>]) -> Vec<FieldError> {
     errors
 }
 
-/// Clashes with stored live components and BMCs.
+/// The `(manufacturer key, serial)` and MACs the candidates would hold.
+fn wanted<'a>(candidates: &'a [Candidate<'_>]) -> (Vec<(String, &'a str)>, Vec<&'a str>) {
+    let serials = candidates
+        .iter()
+        .map(|c| {
+            (
+                manufacturer_key(&c.component.manufacturer),
+                c.component.serial_number.as_str(),
+            )
+        })
+        .collect();
+    let macs = candidates
+        .iter()
+        .flat_map(|c| c.component.bmcs.iter().map(|b| b.mac_address.as_str()))
+        .collect();
+    (serials, macs)
+}
+
+/// Clashes with stored live components and BMCs, read in one statement.
 async fn against_store(
     db: &impl ConnectionTrait,
     candidates: &[Candidate<'_>],
 ) -> Result<Vec<FieldError>> {
+    let (serials, macs) = wanted(candidates);
+    let taken = taken::read(db, None, &serials, &macs).await?;
+    Ok(clashes_with(candidates, &taken))
+}
+
+/// The candidates' serials and MACs that `taken` shows held by another live component.
+fn clashes_with(candidates: &[Candidate<'_>], taken: &Taken) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    let stored = components_by_serial(db, candidates.iter().map(|c| c.component)).await?;
     for c in candidates {
         let key = manufacturer_key(&c.component.manufacturer);
-        let clash = stored.iter().find(|s| {
-            s.serial_number == c.component.serial_number
+        let clash = taken.components.iter().find(|s| {
+            s.value == c.component.serial_number
                 && s.manufacturer_key == key
                 && Some(s.id) != c.existing
         });
@@ -106,8 +130,8 @@ async fn against_store(
             })
         })
         .collect();
-    errors.extend(mac_clashes(db, &bmcs).await?);
-    Ok(errors)
+    errors.extend(mac_errors(&bmcs, &taken.macs));
+    errors
 }
 
 /// BMC MACs already used by a live BMC of another component.
@@ -119,35 +143,25 @@ async fn mac_clashes(
         .iter()
         .map(|(_, b, _)| b.mac_address.as_str())
         .collect();
-    let mut stored = Vec::new();
-    for chunk in macs.chunks(500) {
-        stored.extend(
-            bmcs::Entity::find()
-                .filter(bmcs::Column::MacAddress.is_in(chunk.iter().copied()))
-                .filter(bmcs::Column::DeletedAt.is_null())
-                .all(db)
-                .await?,
-        );
-    }
-    Ok(bmcs
-        .iter()
+    let taken = taken::read(db, None, &[], &macs).await?;
+    Ok(mac_errors(bmcs, &taken.macs))
+}
+
+/// The `bmcs` whose MAC a BMC in `stored` (of another component) has.
+fn mac_errors(bmcs: &[(String, &NewBmc, Option<Uuid>)], stored: &[Holder]) -> Vec<FieldError> {
+    bmcs.iter()
         .filter_map(|(field, bmc, owner)| {
             stored
                 .iter()
-                .find(|s| {
-                    s.mac_address == bmc.mac_address.as_str() && Some(s.component_id) != *owner
-                })
+                .find(|s| s.value == bmc.mac_address.as_str() && Some(s.id) != *owner)
                 .map(|s| {
                     FieldError::new(
                         field,
-                        format!(
-                            "{} is already a BMC of component {}",
-                            bmc.mac_address, s.component_id
-                        ),
+                        format!("{} is already a BMC of component {}", bmc.mac_address, s.id),
                     )
                 })
         })
-        .collect())
+        .collect()
 }
 
 /// Fails with a 409 `duplicate` listing every clash, or a 400 for duplicates inside the request.

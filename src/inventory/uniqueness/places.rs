@@ -1,10 +1,11 @@
 //! Clashes of racks and NVL domains: names and serials already taken, a component listed for a
 //! rack while it is in another, a rack in another domain.
 
-use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
-use super::{Candidate, against_store, duplicate_unless_empty, in_request};
+use super::taken::{self, Holder, RackKey};
+use super::{Candidate, clashes_with, duplicate_unless_empty, in_request, wanted};
 use crate::db::entities::{components, nvl_domains, racks};
 use crate::error::{Code, Error, FieldError, Result};
 use crate::inventory::model::NewRack;
@@ -18,29 +19,25 @@ pub(crate) async fn ensure_new_rack_unique(
     candidates: &[Candidate<'_>],
 ) -> Result<()> {
     let key = manufacturer_key(&new.manufacturer);
-    // One query for both: a live rack with this name, or with this manufacturer and serial.
-    let taken = racks::Entity::find()
-        .filter(racks::Column::DeletedAt.is_null())
-        .filter(
-            Condition::any().add(racks::Column::Name.eq(&new.name)).add(
-                Condition::all()
-                    .add(racks::Column::ManufacturerKey.eq(&key))
-                    .add(racks::Column::SerialNumber.eq(&new.serial_number)),
-            ),
-        )
-        .all(db)
-        .await?;
     let repeated = in_request(candidates);
     if !repeated.is_empty() {
         return Err(Error::Invalid(repeated));
     }
+    // One statement for every check: the rack's name and serial, its components' serials and
+    // their BMCs' MACs.
+    let (serials, macs) = wanted(candidates);
+    let rack = RackKey {
+        name: &new.name,
+        manufacturer_key: &key,
+        serial: &new.serial_number,
+    };
+    let taken = taken::read(db, Some(rack), &serials, &macs).await?;
     let mut clashes = Vec::new();
-    if let Some(r) = taken.iter().find(|r| r.name == new.name) {
+    if let Some(r) = taken.racks.iter().find(|r| r.name == new.name) {
         clashes.push(name_taken(r.id));
     }
-    let same_serial =
-        |r: &&racks::Model| r.manufacturer_key == key && r.serial_number == new.serial_number;
-    if let Some(r) = taken.iter().find(same_serial) {
+    let same_serial = |r: &&Holder| r.manufacturer_key == key && r.value == new.serial_number;
+    if let Some(r) = taken.racks.iter().find(same_serial) {
         clashes.push(FieldError::new(
             "serial_number",
             format!(
@@ -49,7 +46,7 @@ pub(crate) async fn ensure_new_rack_unique(
             ),
         ));
     }
-    clashes.extend(against_store(db, candidates).await?);
+    clashes.extend(clashes_with(candidates, &taken));
     duplicate_unless_empty("already registered in the inventory", clashes)
 }
 

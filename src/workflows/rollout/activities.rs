@@ -25,12 +25,15 @@ pub struct StatusInput {
     pub approved: bool,
 }
 
-/// One wave of one rollout; `submit` lets the step start new racks.
+/// One wave of one rollout; `submit` lets the step start new racks; `wait_ms` lets it wait
+/// (a long poll) until the wave's counts change.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WaveInput {
     pub rollout_id: Uuid,
     pub wave: u32,
     pub submit: bool,
+    #[serde(default)]
+    pub wait_ms: u64,
 }
 
 /// Everything the rollout activities need.
@@ -93,15 +96,17 @@ impl RolloutActivities {
             .map_err(activity_error)
     }
 
-    /// Submits what the wave may start now and counts its racks.
+    /// Submits what the wave may start now and counts its racks; with `wait_ms`, then waits
+    /// up to that long for the counts to change.
     #[activity(name = "RolloutAdvance")]
     pub async fn advance(
         self: Arc<Self>,
         _ctx: ActivityContext,
         input: WaveInput,
     ) -> Result<WaveProgress, ActivityError> {
+        let wait = Duration::from_millis(input.wait_ms);
         self.rollouts
-            .advance(input.rollout_id.into(), input.wave, input.submit)
+            .advance_waiting(input.rollout_id.into(), input.wave, input.submit, wait)
             .await
             .map_err(activity_error)
     }

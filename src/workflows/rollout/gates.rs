@@ -145,6 +145,7 @@ pub(super) async fn after_wave(
         rollout_id: id,
         wave,
         submit: false,
+        wait_ms: 0,
     };
     if plan.strategy.verify == Verify::Validation {
         status(

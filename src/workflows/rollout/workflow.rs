@@ -54,8 +54,12 @@ pub struct RolloutWorkflow {
 
 type Ctx = WorkflowContext<RolloutWorkflow>;
 
-/// Waves are followed by polling the tasks' statuses: often at first, less while nothing
-/// changes, so a long wave does not fill the history.
+/// A running wave is followed by long polls: each advance step waits up to this long for the
+/// wave's counts to change, so the workflow hears of an ended task within ~0.1 s and the
+/// history grows by one step per change (or per this long while nothing changes). A command
+/// (pause, abort) is acted on once the step returns, so within this long.
+const LONG_POLL: Duration = Duration::from_secs(3);
+/// A paused or aborting wave is polled instead: often at first, less while nothing changes.
 const POLL_MIN: Duration = Duration::from_secs(1);
 const POLL_MAX: Duration = Duration::from_secs(10);
 /// Beyond this many history events the run continues as new (the database holds the progress).
@@ -158,6 +162,21 @@ fn aborted(ctx: &Ctx) -> bool {
     ctx.state(|s| s.abort.is_some())
 }
 
+/// The advance step of a wave: a running one submits and long-polls, a paused or aborting
+/// one only counts.
+fn step(id: Uuid, wave: u32, running: bool) -> WaveInput {
+    WaveInput {
+        rollout_id: id,
+        wave,
+        submit: running,
+        wait_ms: if running {
+            LONG_POLL.as_millis() as u64
+        } else {
+            0
+        },
+    }
+}
+
 /// Submits and follows the wave's racks until every one has ended, honouring pause and abort.
 async fn run_wave(
     ctx: &Ctx,
@@ -177,13 +196,9 @@ async fn run_wave(
                 .await?;
             cancel_sent = true;
         }
-        let input = WaveInput {
-            rollout_id: id,
-            wave,
-            submit: abort.is_none() && !paused,
-        };
+        let running = abort.is_none() && !paused;
         let p = ctx
-            .execute_activity(RolloutActivities::advance, input, steps())
+            .execute_activity(RolloutActivities::advance, step(id, wave, running), steps())
             .await?;
         if abort.is_some() {
             if let Some(ended) = aborting(ctx, id, wave, &p, last.as_ref(), cancel_sent).await? {
@@ -208,6 +223,11 @@ async fn run_wave(
             shown_paused = false;
         }
         continue_if_long(ctx, id, wave)?;
+        if running {
+            // The step itself waited for a change.
+            last = Some(p);
+            continue;
+        }
         delay = if last == Some(p) {
             (delay * 2).min(POLL_MAX)
         } else {

@@ -78,13 +78,13 @@ async fn version_for_upgrades_only_the_types_named_and_asks_first_unless_yes(ops
     assert!(!declined.stdout.contains("nvswitch"), "{declined:#?}");
     let no = flow_answering(&url, &upgrade, "n\n");
     assert_eq!(no.code, 2, "{no:#?}");
-    let listed = ops.app.get("/v1/tasks").await;
+    let listed = ops.app.get("/v1/tasks?count=exact").await;
     assert_eq!(listed.body["total"], 0, "{}", listed.text);
 
     // Confirmed: one task, and it holds only compute trays.
     let yes = flow_answering(&url, &upgrade, "y\n");
     assert_eq!(yes.code, 0, "{yes:#?}");
-    let listed = ops.app.get("/v1/tasks").await;
+    let listed = ops.app.get("/v1/tasks?count=exact").await;
     assert_eq!(listed.body["total"], 1, "{}", listed.text);
     let task = listed.body["items"][0]["id"].as_str().unwrap().to_string();
     let end = ops.wait_end(&task).await;

@@ -288,7 +288,7 @@ async fn a_dry_run_shows_the_rule_attached_to_the_rack_and_creates_nothing(app: 
     );
 
     // Nothing was created by any of it.
-    let tasks = ok(&flow(&url, &["-o", "json", "task", "list"]).await);
+    let tasks = ok(&flow(&url, &["-o", "json", "task", "list", "--count", "exact"]).await);
     assert_eq!(tasks["total"], 0, "{tasks:#}");
     assert_eq!(tasks["items"], json!([]));
     assert_eq!(app.count_rows("tasks").await, 0);

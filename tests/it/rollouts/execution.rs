@@ -47,7 +47,10 @@ async fn wave_tasks(ops: &Ops, rollout: &Value) -> Vec<Vec<Value>> {
 pub async fn tasks_of(ops: &Ops, rack: &str) -> u64 {
     let racks = ops.app.get(&format!("/v1/racks?name={rack}")).await.body;
     let id = racks["items"][0]["id"].as_str().unwrap();
-    let r = ops.app.get(&format!("/v1/tasks?rack_id={id}")).await;
+    let r = ops
+        .app
+        .get(&format!("/v1/tasks?rack_id={id}&count=exact"))
+        .await;
     r.body["total"].as_u64().unwrap()
 }
 
@@ -139,7 +142,10 @@ async fn waves_run_in_order_canary_first_each_after_the_previous_ended_as_the_dr
     // max_concurrent_racks 1: inside a wave, one rack after the other.
     let second = &waves[1];
     assert!(time(&second[1]["created_at"]) >= time(&second[0]["finished_at"]));
-    let list = ops.app.get("/v1/rollouts?status=succeeded").await;
+    let list = ops
+        .app
+        .get("/v1/rollouts?status=succeeded&count=exact")
+        .await;
     assert_eq!(list.body["total"], 1, "{}", list.text);
     assert_eq!(list.body["items"][0]["id"], id.as_str());
     // An ended rollout takes no more commands.

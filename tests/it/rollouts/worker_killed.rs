@@ -121,7 +121,9 @@ async fn resumes_after_kill(backend: Backend) {
     for name in names {
         let racks = app.get(&format!("/v1/racks?name={name}")).await.body;
         let rack = racks["items"][0]["id"].as_str().unwrap();
-        let tasks = app.get(&format!("/v1/tasks?rack_id={rack}")).await;
+        let tasks = app
+            .get(&format!("/v1/tasks?rack_id={rack}&count=exact"))
+            .await;
         assert_eq!(tasks.body["total"], 1, "{name} ran once: {}", tasks.text);
     }
     // The rollout's waves still ran one after the other.
