@@ -86,6 +86,7 @@ async fn sample(db: &DatabaseConnection) {
                 DiffKind::Mismatch,
                 DiffKind::Unreachable,
                 DiffKind::Rejected,
+                DiffKind::DomainMixed,
             ]
             .map(DiffKind::as_str);
             metrics::set_gauges(&METRICS.drift_components, &known, &counts);

@@ -137,12 +137,32 @@ pub enum ComponentTarget {
     External { kind: ComponentType, id: String },
 }
 
-/// Which components an operation touches: whole racks (optionally by type) or single components.
+/// An NVLink domain named by id or name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DomainRef {
+    Id(Uuid),
+    Name(String),
+}
+
+impl std::fmt::Display for DomainRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Id(id) => write!(f, "{id}"),
+            Self::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// Which components an operation touches: whole racks (optionally by type), single components,
+/// or every live rack of some NVLink domains (resolved when the request is submitted, so a
+/// stored spec follows the domain's membership).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TargetSpec {
     Racks(Vec<RackTarget>),
     Components(Vec<ComponentTarget>),
+    NvlDomains(Vec<DomainRef>),
 }
 
 /// What happens when a targeted rack is busy with a conflicting task.
@@ -171,6 +191,9 @@ pub struct OperationSpec {
     /// A stored operation rule to run instead of the one resolution would pick.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_id: Option<crate::ids::RuleId>,
+    /// A firmware operation may cover only part of an NVLink domain (audited when it does).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_split_domain: bool,
 }
 
 impl OperationSpec {
@@ -202,6 +225,21 @@ impl OperationSpec {
                         && name.trim().is_empty()
                     {
                         v.push(format!("target_spec.racks[{i}].name"), "must not be empty");
+                    }
+                }
+            }
+            TargetSpec::NvlDomains(ds) if ds.is_empty() => {
+                v.push("target_spec.nvl_domains", "must name at least one domain")
+            }
+            TargetSpec::NvlDomains(ds) => {
+                for (i, d) in ds.iter().enumerate() {
+                    if let DomainRef::Name(name) = d
+                        && name.trim().is_empty()
+                    {
+                        v.push(
+                            format!("target_spec.nvl_domains[{i}].name"),
+                            "must not be empty",
+                        );
                     }
                 }
             }
@@ -270,6 +308,7 @@ impl OperationTemplate {
             conflict_strategy,
             queue_timeout_secs: self.queue_timeout_secs,
             rule_id: self.rule_id,
+            allow_split_domain: false,
         }
     }
 }
@@ -305,6 +344,7 @@ mod tests {
             conflict_strategy: ConflictStrategy::Reject,
             queue_timeout_secs: DEFAULT_QUEUE_TIMEOUT_SECS,
             rule_id: None,
+            allow_split_domain: false,
         }
     }
 

@@ -24,6 +24,8 @@ pub enum Code {
     DatabaseUnavailable,
     /// A default rule already exists for this operation.
     DefaultExists,
+    /// A firmware operation would cover only part of an NVLink domain.
+    DomainSplit,
     /// A unique key (serial, MAC, name, token) is already taken.
     Duplicate,
     /// The workflow engine (Temporal) is unreachable.
@@ -90,13 +92,14 @@ pub enum Code {
 
 impl Code {
     /// Every code, in wire-name order.
-    pub const ALL: [Code; 37] = [
+    pub const ALL: [Code; 38] = [
         Self::AttachedElsewhere,
         Self::ComponentElsewhere,
         Self::ConcurrentUpdate,
         Self::Csrf,
         Self::DatabaseUnavailable,
         Self::DefaultExists,
+        Self::DomainSplit,
         Self::Duplicate,
         Self::EngineUnavailable,
         Self::Forbidden,
@@ -139,6 +142,7 @@ impl Code {
             Self::Csrf => "csrf",
             Self::DatabaseUnavailable => "database_unavailable",
             Self::DefaultExists => "default_exists",
+            Self::DomainSplit => "domain_split",
             Self::Duplicate => "duplicate",
             Self::EngineUnavailable => "engine_unavailable",
             Self::Forbidden => "forbidden",

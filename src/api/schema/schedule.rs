@@ -167,6 +167,7 @@ impl ScheduledOperationDoc {
                     conflict_strategy: None,
                     queue_timeout_seconds: None,
                     rule_id: None,
+                    allow_split_domain: false,
                 };
                 let mut inner = Violations::default();
                 let firmware = request.firmware(&mut inner);
@@ -205,6 +206,14 @@ pub fn rack_targets(spec: &TargetSpecDoc, v: &mut Violations) -> Vec<RackTarget>
     match spec.to_domain(v) {
         TargetSpec::Racks(racks) => racks,
         TargetSpec::Components(_) => Vec::new(),
+        // A schedule's scope is stored as racks; a domain target is not kept as such (yet).
+        TargetSpec::NvlDomains(_) => {
+            v.push(
+                "target_spec.nvl_domains",
+                "schedules target racks: name the domain's racks",
+            );
+            Vec::new()
+        }
     }
 }
 

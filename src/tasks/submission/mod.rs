@@ -9,6 +9,7 @@
 
 mod admission;
 mod capability;
+pub mod domain_split;
 mod idempotency;
 pub mod planner;
 pub mod preview;
@@ -97,6 +98,8 @@ impl TaskService {
         request_id: OperationRequestId,
     ) -> Result<Submission> {
         let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
+        let racks: Vec<RackId> = work.iter().map(|r| r.rack_id).collect();
+        let split = domain_split::check(&self.db, spec, &racks).await?;
         // Refuse before writing anything when the engine is known to be down: a task that
         // cannot start must never be created (and answered 202). Bad targets still hear 4xx.
         if !self.engine.available() {
@@ -147,6 +150,7 @@ impl TaskService {
         if submission.task_ids.is_empty() {
             return Err(refusal::refusal(&submission.rejected));
         }
+        domain_split::audit_override(&self.db, request_id, &split, self.clock.now()).await?;
         Ok(submission)
     }
 
