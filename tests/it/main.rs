@@ -17,6 +17,7 @@ mod dev;
 mod durability;
 mod faults;
 mod migrations;
+mod nvl_targets;
 mod observability;
 mod operations;
 mod power_truth;
