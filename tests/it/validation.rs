@@ -672,7 +672,14 @@ async fn a_domain_whose_racks_run_different_firmware_is_domain_mixed_in_validati
     assert_eq!(fields[1]["field"], "rack:rack-0002");
     assert_eq!(fields[1]["actual"], "2.0.0");
     assert!(mixed[0]["message"].as_str().unwrap().contains("nvl-a"));
-    // Validating one rack of the domain reports the domain too.
+    // The sync records it, with the versions by rack.
+    let sync = h.sync();
+    assert!(matches!(
+        sync.run_once("a").await.unwrap(),
+        SyncRun::Ran { .. }
+    ));
+    // Validating one rack of the domain reports the domain too: the versions just seen on it
+    // against those the sync recorded for the others.
     let r = h
         .app
         .post(
@@ -681,13 +688,6 @@ async fn a_domain_whose_racks_run_different_firmware_is_domain_mixed_in_validati
         )
         .await;
     assert_eq!(r.body["summary"]["domain_mixed"], 1, "{}", r.text);
-
-    // The sync records it, with the versions by rack.
-    let sync = h.sync();
-    assert!(matches!(
-        sync.run_once("a").await.unwrap(),
-        SyncRun::Ran { .. }
-    ));
     let recorded = h.app.get("/v1/drift?kind=domain_mixed").await;
     assert_eq!(recorded.status, 200, "{}", recorded.text);
     assert_eq!(recorded.body["total"], 1, "{}", recorded.text);
