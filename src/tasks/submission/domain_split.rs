@@ -156,3 +156,13 @@ pub async fn covered_whole(
         .map(|r| RackId::from(r.id))
         .collect())
 }
+
+/// [`check`] of the racks of a resolved request.
+pub async fn check_work(
+    db: &impl ConnectionTrait,
+    spec: &OperationSpec,
+    work: &[crate::inventory::targets::RackWork],
+) -> Result<Vec<Split>> {
+    let racks: Vec<RackId> = work.iter().map(|r| r.rack_id).collect();
+    check(db, spec, &racks).await
+}

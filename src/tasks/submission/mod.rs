@@ -98,8 +98,7 @@ impl TaskService {
         request_id: OperationRequestId,
     ) -> Result<Submission> {
         let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
-        let racks: Vec<RackId> = work.iter().map(|r| r.rack_id).collect();
-        let split = domain_split::check(&self.db, spec, &racks).await?;
+        let split = domain_split::check_work(&self.db, spec, &work).await?;
         // Refuse before writing anything when the engine is known to be down: a task that
         // cannot start must never be created (and answered 202). Bad targets still hear 4xx.
         if !self.engine.available() {

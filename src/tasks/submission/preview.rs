@@ -34,8 +34,7 @@ pub async fn preview(
     check(db, spec).await?;
     let work = planner::narrow(spec, resolve::resolve(db, &spec.targets).await?);
     // The dry run refuses a split domain exactly as the submission would.
-    let racks: Vec<_> = work.iter().map(|r| r.rack_id).collect();
-    super::domain_split::check(db, spec, &racks).await?;
+    super::domain_split::check_work(db, spec, &work).await?;
     let mut out = Vec::new();
     for rack in work {
         let rule = planner::rule_for(db, spec, &rack).await?;
