@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use super::extract::{Json, Query, uuid_param};
 use super::openapi::HOLDS;
 use super::problem::{ApiResult, Problem};
-use super::schema::common::{ListResponse, required_text};
+use super::schema::common::{CountDoc, ListResponse, count_of, required_text};
 use super::schema::readiness::{CreateHoldRequest, HoldDoc, HoldTargetRequest};
 use crate::app::AppState;
 use crate::auth::{Identity, Role};
@@ -43,6 +43,9 @@ pub struct ListHoldsQuery {
     pub active: Option<bool>,
     pub limit: Option<u64>,
     pub cursor: Option<String>,
+    /// `exact` adds `total`, `estimate` PostgreSQL's planner estimate (SQLite counts exactly);
+    /// absent: no `total`.
+    pub count: Option<CountDoc>,
 }
 
 fn target(v: &mut Violations, t: &HoldTargetRequest) -> Option<HoldRef> {
@@ -144,7 +147,15 @@ pub async fn list_holds(
         active: q.active,
     };
     let now = state.now();
-    let page = holds::list(state.db(), &filter, limit, q.cursor.as_deref(), now).await?;
+    let page = holds::list(
+        state.db(),
+        &filter,
+        limit,
+        q.cursor.as_deref(),
+        count_of(q.count).unwrap_or_default(),
+        now,
+    )
+    .await?;
     let page = page.map(|h| HoldDoc::new(h, now));
     Ok(axum::Json(ListResponse::from_page(page)))
 }

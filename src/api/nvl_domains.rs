@@ -110,7 +110,8 @@ pub async fn list_nvl_domains(
 
 /// Get an NVL domain
 ///
-/// A domain by id or by name.
+/// A domain by id or by name, with `domain_mixed`: the tray types whose racks run different
+/// firmware versions (as last observed by the drift sync), with the versions by rack.
 #[utoipa::path(get, path = "/v1/nvl-domains/{id_or_name}", tag = NVL_DOMAINS, security(("access" = ["viewer"])),
     params(("id_or_name" = String, Path, description = "Domain id or name")),
     responses(
@@ -121,7 +122,12 @@ pub async fn get_nvl_domain(
     State(state): State<AppState>,
     Path(id_or_name): Path<String>,
 ) -> ApiResult<axum::Json<NvlDomainDoc>> {
-    Ok(axum::Json(nvl::get(state.db(), &id_or_name).await?.into()))
+    let domain = nvl::get(state.db(), &id_or_name).await?;
+    let id: uuid::Uuid = domain.id.into();
+    let mixes = crate::drift::domains::mixed(state.db(), Some(&[id]), &Default::default()).await?;
+    let mut doc = NvlDomainDoc::from(domain);
+    doc.domain_mixed = Some(mixes.into_iter().map(Into::into).collect());
+    Ok(axum::Json(doc))
 }
 
 /// Attach racks to an NVL domain

@@ -59,11 +59,17 @@ enum Submitted {
     /// the count; a rollout applies the cap per wave).
     #[response(status = 403, content_type = "application/problem+json")]
     Forbidden(Problem),
+    /// A targeted NVLink domain does not exist (`not_found`, naming it).
+    #[response(status = 404, content_type = "application/problem+json")]
+    NotFound(Problem),
     /// Every targeted rack is busy with a conflicting task (`code`: `rack_busy`), or every
     /// rack's queue is full (`queue_full`), or a target is held (`held`) or not ready
     /// (`not_ready`: a `PreventOperations` health alert, a BMC last seen unreachable for
     /// firmware, NVSwitch trays whose domain's compute trays are on); `errors` names every
-    /// hold and alert. `override_readiness_check: true` (admin only) proceeds anyway.
+    /// hold and alert. `override_readiness_check: true` (admin only) proceeds anyway. Or a
+    /// firmware operation would cover only part of an NVLink domain (`domain_split`: `errors`
+    /// names each domain, `field` `nvl_domains.<name>`, and the racks left out; the dry run
+    /// answers the same) unless `allow_split_domain` is true.
     #[response(status = 409, content_type = "application/problem+json")]
     Busy(Problem),
     /// Nothing to operate on, or the idempotency key was used for another request.
@@ -237,7 +243,8 @@ pub async fn power_reset(
 /// Upgrade firmware
 ///
 /// Starts a firmware update on each targeted device (compute, then NVSwitch, then power
-/// shelves) and follows it until it completes or fails.
+/// shelves) and follows it until it completes or fails. Racks covering only part of an NVLink
+/// domain are refused (`409` `domain_split`) unless `allow_split_domain` is true.
 #[utoipa::path(post, path = "/v1/operations/firmware-upgrade", tag = OPERATIONS, security(("access" = ["runs"])), request_body = FirmwareUpgradeRequest,
     params(DryRunQuery, ("Idempotency-Key" = Option<String>, Header, description = "Repeat a request safely")),
     responses(Submitted))]
@@ -255,7 +262,8 @@ pub async fn firmware_upgrade(
         start_time: body.start_time,
         end_time: body.end_time,
     };
-    let spec = build_spec(op, body.common(), v)?;
+    let mut spec = build_spec(op, body.common(), v)?;
+    spec.allow_split_domain = body.allow_split_domain;
     submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await
 }
 

@@ -99,6 +99,7 @@ async fn sample(inner: &Inner) {
                 DiffKind::Mismatch,
                 DiffKind::Unreachable,
                 DiffKind::Rejected,
+                DiffKind::DomainMixed,
             ]
             .map(DiffKind::as_str);
             metrics::set_gauges(&METRICS.drift_components, &known, &counts);

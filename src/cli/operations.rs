@@ -31,15 +31,20 @@ pub struct Submit {
     pub dry_run: bool,
 }
 
-/// Which racks (and which of their component types) an operation touches.
+/// Which racks (and which of their component types) an operation touches: racks, or every
+/// live rack of some NVLink domains.
 #[derive(Debug, Clone, Args)]
 pub struct Targets {
     /// Rack names or ids (repeat, or comma-separate).
-    #[arg(long, required = true, num_args = 1.., value_delimiter = ',')]
+    #[arg(long, required_unless_present = "nvl_domain", num_args = 1.., value_delimiter = ',')]
     pub rack: Vec<String>,
-    /// Only these component types (`compute,nvswitch,powershelf`, ...).
+    /// Only these component types (`compute,nvswitch,powershelf`, ...); with `--rack` only.
     #[arg(long = "type", value_delimiter = ',')]
     pub types: Vec<String>,
+    /// NVLink domain names or ids: every live rack of each (repeat, or comma-separate).
+    #[arg(long = "nvl-domain", value_name = "NAME", num_args = 1.., value_delimiter = ',',
+        conflicts_with_all = ["rack", "types"])]
+    pub nvl_domain: Vec<String>,
 }
 
 /// What to do when a rack is busy with a conflicting task.
@@ -126,6 +131,9 @@ pub struct FirmwareArgs {
     /// Firmware parts (`pmc`, `psu`, `bmc`, `cpld`, `bios`, `nvos`); repeat or comma-separate.
     #[arg(long, value_delimiter = ',')]
     pub sub_target: Vec<String>,
+    /// Upgrade even though the racks cover only part of an NVLink domain (audited).
+    #[arg(long)]
+    pub allow_split_domain: bool,
     /// Do not start before this time (RFC 3339).
     #[arg(long)]
     pub start_time: Option<String>,
@@ -200,6 +208,9 @@ pub async fn firmware(
             body.insert(key.into(), json!(value));
         }
     }
+    if args.allow_split_domain {
+        body.insert("allow_split_domain".into(), json!(true));
+    }
     conflict(&mut body, &args.conflict);
     let body = Value::Object(body);
     if !args.yes && !args.submit.dry_run {
@@ -232,6 +243,13 @@ fn confirm(question: &str) -> bool {
 }
 
 fn target_spec(targets: &Targets) -> Map<String, Value> {
+    let mut body = Map::new();
+    if !targets.nvl_domain.is_empty() {
+        // The same id-or-name shape as a rack reference.
+        let domains: Vec<Value> = targets.nvl_domain.iter().map(|d| rack_ref(d)).collect();
+        body.insert("target_spec".into(), json!({ "nvl_domains": domains }));
+        return body;
+    }
     let racks: Vec<Value> = targets
         .rack
         .iter()
@@ -243,7 +261,6 @@ fn target_spec(targets: &Targets) -> Map<String, Value> {
             rack
         })
         .collect();
-    let mut body = Map::new();
     body.insert("target_spec".into(), json!({ "racks": racks }));
     body
 }

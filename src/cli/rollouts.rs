@@ -71,6 +71,10 @@ pub struct CreateArgs {
     /// `none`, `nvl_domain` or `room`: at most one rack of a group per wave.
     #[arg(long)]
     pub spread_by: Option<String>,
+    /// Plan racks one by one even if one NVLink domain's racks land in different waves
+    /// (default: a domain's racks share their wave).
+    #[arg(long)]
+    pub split_domains: bool,
     /// `none` or `validation`: after each wave its racks must validate clean.
     #[arg(long)]
     pub verify: Option<String>,
@@ -170,6 +174,7 @@ fn create_body(a: &CreateArgs) -> Result<Value, CliError> {
             "approval_after_canary": a.approval,
             "failure_budget": {"max_failed_racks": a.max_failed_racks, "max_failed_fraction": a.max_failed_fraction},
             "spread_by": a.spread_by, "verify": a.verify,
+            "split_domains": a.split_domains,
         },
         "conflict_strategy": a.conflict_strategy,
         "on_refused": a.on_refused,

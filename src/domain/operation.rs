@@ -137,12 +137,32 @@ pub enum ComponentTarget {
     External { kind: ComponentType, id: String },
 }
 
-/// Which components an operation touches: whole racks (optionally by type) or single components.
+/// An NVLink domain named by id or name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DomainRef {
+    Id(Uuid),
+    Name(String),
+}
+
+impl std::fmt::Display for DomainRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Id(id) => write!(f, "{id}"),
+            Self::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// Which components an operation touches: whole racks (optionally by type), single components,
+/// or every live rack of some NVLink domains (resolved when the request is submitted, so a
+/// stored spec follows the domain's membership).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TargetSpec {
     Racks(Vec<RackTarget>),
     Components(Vec<ComponentTarget>),
+    NvlDomains(Vec<DomainRef>),
 }
 
 /// What happens when a targeted rack is busy with a conflicting task.
@@ -174,6 +194,9 @@ pub struct OperationSpec {
     /// Proceed past holds and not-ready components (admin only; the API checks the role).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub override_readiness_check: bool,
+    /// A firmware operation may cover only part of an NVLink domain (audited when it does).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_split_domain: bool,
 }
 
 impl OperationSpec {
@@ -205,6 +228,21 @@ impl OperationSpec {
                         && name.trim().is_empty()
                     {
                         v.push(format!("target_spec.racks[{i}].name"), "must not be empty");
+                    }
+                }
+            }
+            TargetSpec::NvlDomains(ds) if ds.is_empty() => {
+                v.push("target_spec.nvl_domains", "must name at least one domain")
+            }
+            TargetSpec::NvlDomains(ds) => {
+                for (i, d) in ds.iter().enumerate() {
+                    if let DomainRef::Name(name) = d
+                        && name.trim().is_empty()
+                    {
+                        v.push(
+                            format!("target_spec.nvl_domains[{i}].name"),
+                            "must not be empty",
+                        );
                     }
                 }
             }
@@ -274,6 +312,7 @@ impl OperationTemplate {
             queue_timeout_secs: self.queue_timeout_secs,
             rule_id: self.rule_id,
             override_readiness_check: false,
+            allow_split_domain: false,
         }
     }
 }
@@ -310,6 +349,7 @@ mod tests {
             queue_timeout_secs: DEFAULT_QUEUE_TIMEOUT_SECS,
             rule_id: None,
             override_readiness_check: false,
+            allow_split_domain: false,
         }
     }
 

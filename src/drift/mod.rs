@@ -5,8 +5,11 @@
 //! A device is *missing* when its manager answered without it, *unexpected* when the manager
 //! has it and Flow does not, *mismatched* when compared fields differ, and *unreachable* when
 //! its manager (or the device) did not answer: an outage is never read as "everything missing".
+//! A whole NVLink domain is *domain_mixed* when its racks run different firmware on trays of one
+//! type (see [`domains`]).
 
 pub mod compare;
+pub mod domains;
 pub mod expected;
 pub mod observe;
 pub mod store;
@@ -34,6 +37,8 @@ pub enum DiffKind {
     /// Its manager or the device answered but refused (credentials, discovery failed), or
     /// reported an external id another component holds (a `409` conflict naming both).
     Rejected,
+    /// The racks of one NVLink domain run different firmware versions on trays of one type.
+    DomainMixed,
 }
 
 impl DiffKind {
@@ -44,6 +49,7 @@ impl DiffKind {
             Self::Mismatch => "mismatch",
             Self::Unreachable => "unreachable",
             Self::Rejected => "rejected",
+            Self::DomainMixed => "domain_mixed",
         }
     }
 
@@ -54,6 +60,7 @@ impl DiffKind {
             "mismatch" => Some(Self::Mismatch),
             "unreachable" => Some(Self::Unreachable),
             "rejected" => Some(Self::Rejected),
+            "domain_mixed" => Some(Self::DomainMixed),
             _ => None,
         }
     }
@@ -94,6 +101,8 @@ pub struct Summary {
     pub mismatch: u64,
     pub unreachable: u64,
     pub rejected: u64,
+    /// NVLink domains (per component type) whose racks run different firmware.
+    pub domain_mixed: u64,
     /// Expected devices whose type has no manager that can report what it sees.
     pub unchecked: u64,
 }
@@ -107,6 +116,7 @@ impl Summary {
             DiffKind::Mismatch => self.mismatch += 1,
             DiffKind::Unreachable => self.unreachable += 1,
             DiffKind::Rejected => self.rejected += 1,
+            DiffKind::DomainMixed => self.domain_mixed += 1,
         }
     }
 }

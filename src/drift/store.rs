@@ -545,7 +545,8 @@ pub async fn rack_counts(
                 Some(DiffKind::Mismatch) => counts.mismatch += 1,
                 Some(DiffKind::Unreachable) => counts.unreachable += 1,
                 Some(DiffKind::Rejected) => counts.rejected += 1,
-                None => continue,
+                // Domain-wide: no one component (nor rack) carries it.
+                Some(DiffKind::DomainMixed) | None => continue,
             }
             counts.stale += u64::from(stale);
         }

@@ -123,7 +123,14 @@ impl DriftSync {
                 }
             }
         }
-        store::keep_only_sources(&txn, &self.observer.sources()).await?;
+        // Domain consistency from the observed versions just recorded: replaced every cycle.
+        let mixes = super::domains::mixed(&txn, None, &Default::default()).await?;
+        let mixed: Vec<_> = mixes.iter().map(super::domains::DomainMix::diff).collect();
+        store::replace_source(&txn, super::domains::SOURCE, &mixed, now).await?;
+        drift += mixed.len();
+        let mut sources = self.observer.sources();
+        sources.push(super::domains::SOURCE.to_string());
+        store::keep_only_sources(&txn, &sources).await?;
         txn.commit().await?;
         Ok(SyncRun::Ran {
             answered,

@@ -1,12 +1,16 @@
 //! Live validation: compare expected devices with what their managers report right now. Reads
-//! only; the periodic sync is what records drift and observed values.
+//! only; the periodic sync is what records drift and observed values. The NVLink domains of the
+//! validated racks are checked for mixed firmware with the versions just seen.
+
+use std::collections::HashMap;
 
 use sea_orm::ConnectionTrait;
+use uuid::Uuid;
 
-use super::compare::{self, Comparison};
+use super::compare::{self, Comparison, Sighting};
 use super::observe::{Observed, Observer};
 use super::walk::{PAGE, Walk};
-use super::{Validation, expected};
+use super::{Validation, domains, expected};
 use crate::domain::operation::TargetSpec;
 use crate::error::Result;
 
@@ -21,19 +25,50 @@ pub async fn validate(
         return everything(db, observer).await;
     };
     let devices = expected::target_devices(db, targets).await?;
-    Ok(assemble(&observer.observe(devices, false).await))
+    let ids: Vec<Uuid> = devices.iter().map(|d| d.component_id).collect();
+    let observed = observer.observe(devices, false).await;
+    let mut validation = assemble(&observed);
+    let fresh = fresh_versions(sightings(&observed).iter());
+    let mixes = domains::mixed_around(db, &ids, &fresh).await?;
+    validation.add(0, mixes.iter().map(domains::DomainMix::diff).collect());
+    Ok(validation)
+}
+
+/// What the managers reported of the devices they saw.
+fn sightings(observed: &Observed) -> Vec<Sighting> {
+    observed
+        .sources
+        .iter()
+        .filter_map(|source| {
+            let report = source.outcome.as_ref().ok()?;
+            Some(compare::compare(source.kind, &source.devices, report).sightings)
+        })
+        .flatten()
+        .collect()
+}
+
+/// Component id -> firmware version, of the sightings that carry one.
+fn fresh_versions<'a>(sightings: impl Iterator<Item = &'a Sighting>) -> HashMap<Uuid, String> {
+    sightings
+        .filter_map(|s| Some((s.component_id, s.firmware_version.clone()?)))
+        .collect()
 }
 
 /// Every expected device, page by page, and every device the managers have that Flow does
 /// not know about.
 async fn everything(db: &impl ConnectionTrait, observer: &Observer) -> Result<Validation> {
     let mut walk = Walk::start(db, observer, PAGE).await;
-    while walk.next_page().await?.is_some() {}
+    let mut fresh = HashMap::new();
+    while let Some(page) = walk.next_page().await? {
+        fresh.extend(fresh_versions(page.iter()));
+    }
     let outcome = walk.finish();
     let mut validation = Validation::new(outcome.unchecked);
     for source in outcome.sources {
         validation.add(source.matched, source.diffs);
     }
+    let mixes = domains::mixed(db, None, &fresh).await?;
+    validation.add(0, mixes.iter().map(domains::DomainMix::diff).collect());
     Ok(validation)
 }
 

@@ -27,6 +27,8 @@ pub enum Code {
     DatabaseUnavailable,
     /// A default rule already exists for this operation.
     DefaultExists,
+    /// A firmware operation would cover only part of an NVLink domain.
+    DomainSplit,
     /// A unique key (serial, MAC, name, token) is already taken.
     Duplicate,
     /// The workflow engine (Temporal) is unreachable.
@@ -98,7 +100,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in wire-name order.
-    pub const ALL: [Code; 40] = [
+    pub const ALL: [Code; 41] = [
         Self::AttachedElsewhere,
         Self::BlastRadius,
         Self::ComponentElsewhere,
@@ -106,6 +108,7 @@ impl Code {
         Self::Csrf,
         Self::DatabaseUnavailable,
         Self::DefaultExists,
+        Self::DomainSplit,
         Self::Duplicate,
         Self::EngineUnavailable,
         Self::Forbidden,
@@ -151,6 +154,7 @@ impl Code {
             Self::Csrf => "csrf",
             Self::DatabaseUnavailable => "database_unavailable",
             Self::DefaultExists => "default_exists",
+            Self::DomainSplit => "domain_split",
             Self::Duplicate => "duplicate",
             Self::EngineUnavailable => "engine_unavailable",
             Self::Forbidden => "forbidden",

@@ -14,7 +14,7 @@ use uuid::Uuid;
 use super::live::{component_row, domain_row, resolve_rack};
 use crate::audit::{self, Change};
 use crate::db::entities::{components, holds};
-use crate::db::page::{Page, decode_key, encode_key};
+use crate::db::page::{Count, Page, count_matches, decode_key, encode_key};
 use crate::error::{Error, Result};
 use crate::ids::{ComponentId, HoldId, NvlDomainId, RackId};
 
@@ -196,6 +196,7 @@ pub async fn list(
     filter: &HoldFilter,
     limit: u64,
     cursor: Option<&str>,
+    count: Count,
     now: DateTime<Utc>,
 ) -> Result<Page<Hold>> {
     let mut cond = Condition::all();
@@ -225,7 +226,7 @@ pub async fn list(
         None => {}
     }
     let query = holds::Entity::find().filter(cond);
-    let total = sea_orm::PaginatorTrait::count(query.clone(), db).await?;
+    let total = count_matches(db, &query, count).await?;
     let query = match cursor.filter(|c| !c.is_empty()) {
         Some(c) => query.filter(holds::Column::Id.gt(decode_key::<Uuid>(c)?)),
         None => query,

@@ -10,7 +10,7 @@ use super::model::{Bmc, BmcType, ComponentType};
 use super::rows::load_bmcs;
 use crate::db::entities::{components, racks};
 use crate::domain::Device;
-use crate::domain::operation::{ComponentTarget, RackRef, TargetSpec};
+use crate::domain::operation::{ComponentTarget, DomainRef, RackRef, TargetSpec};
 use crate::error::{Error, FieldError, Result};
 use crate::ids::{ComponentId, RackId};
 
@@ -31,7 +31,8 @@ pub struct RackWork {
 }
 
 /// Resolves every target; any target that names nothing fails the whole request with a 400
-/// naming it, so no task is created for a typo.
+/// naming it, so no task is created for a typo. An NVLink domain that does not exist is a 404
+/// naming it; one is resolved to every live rack attached to it (whole racks).
 pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<Vec<RackWork>> {
     let mut errors = Vec::new();
     // Rack id -> (rack row, selected component ids or None for "filter by types").
@@ -101,6 +102,26 @@ pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<
                     .insert(row.id.into());
             }
         }
+        TargetSpec::NvlDomains(list) => {
+            for (i, domain) in list.iter().enumerate() {
+                let racks = domain_racks(db, domain).await?;
+                if racks.is_empty() {
+                    errors.push(FieldError::new(
+                        format!("target_spec.nvl_domains[{i}]"),
+                        format!("nvl domain {domain} has no live racks"),
+                    ));
+                }
+                for rack in racks {
+                    let rows = live_components(db, components::Column::RackId.eq(rack.id)).await?;
+                    let entry = wanted
+                        .entry(rack.id.into())
+                        .or_insert_with(|| (rack, HashSet::new()));
+                    entry
+                        .1
+                        .extend(rows.into_iter().map(|r| ComponentId::from(r.id)));
+                }
+            }
+        }
     }
     if !errors.is_empty() {
         return Err(Error::Invalid(errors));
@@ -115,6 +136,26 @@ pub async fn resolve(db: &impl ConnectionTrait, targets: &TargetSpec) -> Result<
         });
     }
     Ok(work)
+}
+
+/// The live racks of a domain, in name order; a domain that does not exist is a 404 naming it.
+pub async fn domain_racks(
+    db: &impl ConnectionTrait,
+    domain: &DomainRef,
+) -> Result<Vec<racks::Model>> {
+    let found = super::live::domain_row(db, &domain.to_string()).await?;
+    let found = match (domain, found) {
+        // A name that reads as a UUID must still match by id only when asked by id.
+        (DomainRef::Id(id), Some(d)) if d.id == *id => d,
+        (DomainRef::Name(name), Some(d)) if d.name == *name => d,
+        _ => return Err(Error::not_found("nvl domain", domain)),
+    };
+    Ok(racks::Entity::find()
+        .filter(racks::Column::DeletedAt.is_null())
+        .filter(racks::Column::NvlDomainId.eq(found.id))
+        .order_by_asc(racks::Column::Name)
+        .all(db)
+        .await?)
 }
 
 async fn find_rack(db: &impl ConnectionTrait, rack: &RackRef) -> Result<Option<racks::Model>> {

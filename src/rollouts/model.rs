@@ -6,15 +6,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::ComponentType;
 use crate::domain::OperationTemplate;
-use crate::domain::operation::{ConflictStrategy, RackRef};
+use crate::domain::operation::{ConflictStrategy, DomainRef, RackRef};
 use crate::ids::{NvlDomainId, RackId, RolloutId, TaskId};
 
-/// Which racks a rollout covers: named racks, or every rack a selector matches.
+/// Which racks a rollout covers: named racks, every rack a selector matches, or every live
+/// rack of some NVLink domains (resolved, like a selector, when the rollout is created).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RolloutTargets {
     Racks(Vec<RackRef>),
     Selector(Selector),
+    NvlDomains(Vec<DomainRef>),
 }
 
 /// Every rack matching all the given fields (at least one is given).
@@ -46,7 +48,8 @@ pub enum BatchSize {
     Percent(u32),
 }
 
-/// Groups of which a wave takes at most one rack.
+/// Groups of which a wave takes at most one rack (or, while domains are kept whole, at most
+/// one domain-or-rack unit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SpreadBy {
@@ -108,6 +111,11 @@ pub struct Strategy {
     pub failure_budget: FailureBudget,
     pub spread_by: SpreadBy,
     pub verify: Verify,
+    /// Plan racks one by one even if that puts the racks of one NVLink domain in different
+    /// waves. Off by default: a wave takes a domain's racks together, and its tasks are
+    /// submitted as one request, which the domain rule of firmware operations then accepts.
+    #[serde(default)]
+    pub split_domains: bool,
 }
 
 /// When waves may start: between `start` and `end`, or every day between their times of day.

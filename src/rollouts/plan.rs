@@ -45,13 +45,34 @@ fn sort(racks: &mut [RackInfo], order: Order) {
     }
 }
 
+/// The racks that must share a wave: an NVLink domain's targeted racks (in order, placed where
+/// its first rack comes) unless `split_domains`, else each rack alone.
+fn units(racks: Vec<RackInfo>, split_domains: bool) -> Vec<Vec<RackInfo>> {
+    let mut units: Vec<Vec<RackInfo>> = Vec::new();
+    let mut of_domain: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
+    for rack in racks {
+        match rack.nvl_domain.filter(|_| !split_domains) {
+            Some(domain) => match of_domain.get(&domain) {
+                Some(&i) => units[i].push(rack),
+                None => {
+                    of_domain.insert(domain, units.len());
+                    units.push(vec![rack]);
+                }
+            },
+            None => units.push(vec![rack]),
+        }
+    }
+    units
+}
+
 /// The waves, in run order: a canary wave of `strategy.canary` racks (when above zero), then
-/// batches. A wave takes racks in order, passing over one whose group it already holds; the
-/// passed-over rack goes into a later wave.
+/// batches. A wave takes units (see [`units`]) in order, passing over one that does not fit or
+/// one of whose groups it already holds; the passed-over unit goes into a later wave. An empty
+/// wave takes the next unit whatever its size, so a domain larger than a wave stays whole.
 pub fn plan(mut racks: Vec<RackInfo>, strategy: &Strategy) -> Vec<Vec<RackInfo>> {
     sort(&mut racks, strategy.order);
     let batch = batch_len(strategy.batch_size, racks.len());
-    let mut remaining = racks;
+    let mut remaining = units(racks, strategy.split_domains);
     let mut waves = Vec::new();
     let mut capacity = if strategy.canary > 0 {
         strategy.canary as usize
@@ -60,15 +81,20 @@ pub fn plan(mut racks: Vec<RackInfo>, strategy: &Strategy) -> Vec<Vec<RackInfo>>
     };
     while !remaining.is_empty() {
         let mut groups = HashSet::new();
-        let mut wave = Vec::new();
+        let mut wave: Vec<RackInfo> = Vec::new();
         let mut rest = Vec::new();
-        for rack in remaining {
-            let fits = wave.len() < capacity
-                && group(&rack, strategy.spread_by).is_none_or(|g| groups.insert(g));
+        for unit in remaining {
+            let own: HashSet<String> = unit
+                .iter()
+                .filter_map(|r| group(r, strategy.spread_by))
+                .collect();
+            let fits = (wave.is_empty() || wave.len() + unit.len() <= capacity)
+                && own.is_disjoint(&groups);
             if fits {
-                wave.push(rack);
+                groups.extend(own);
+                wave.extend(unit);
             } else {
-                rest.push(rack);
+                rest.push(unit);
             }
         }
         waves.push(wave);
@@ -147,6 +173,7 @@ mod tests {
             failure_budget: FailureBudget::default(),
             spread_by: spread,
             verify: Verify::None,
+            split_domains: true,
         }
     }
 
@@ -190,6 +217,36 @@ mod tests {
             &strategy(0, BatchSize::Racks(3), SpreadBy::NvlDomain),
         );
         assert_eq!(names(&waves), [vec!["a", "c", "e"], vec!["b", "d"]]);
+    }
+
+    #[test]
+    fn a_domain_stays_in_one_wave_unless_told_to_split() {
+        let racks = vec![
+            rack("a", Some(1)),
+            rack("b", None),
+            rack("c", Some(1)),
+            rack("d", Some(2)),
+            rack("e", Some(2)),
+            rack("f", Some(2)),
+        ];
+        let mut whole = strategy(1, BatchSize::Racks(2), SpreadBy::None);
+        whole.split_domains = false;
+        // The canary takes domain 1 whole (two racks), b follows alone, domain 2 (three racks)
+        // overflows a batch of two rather than split.
+        assert_eq!(
+            names(&plan(racks.clone(), &whole)),
+            [vec!["a", "c"], vec!["b"], vec!["d", "e", "f"]]
+        );
+        whole.spread_by = SpreadBy::NvlDomain;
+        assert_eq!(
+            names(&plan(racks.clone(), &whole)),
+            [vec!["a", "c"], vec!["b"], vec!["d", "e", "f"]]
+        );
+        let split = strategy(1, BatchSize::Racks(2), SpreadBy::None);
+        assert_eq!(
+            names(&plan(racks, &split)),
+            [vec!["a"], vec!["b", "c"], vec!["d", "e"], vec!["f"]]
+        );
     }
 
     #[test]

@@ -97,6 +97,15 @@ impl RolloutService {
         if racks.is_empty() {
             return Err(Error::invalid("target_spec", "selects no rack"));
         }
+        // A firmware rollout over part of a domain is refused up front, as one submission of
+        // its racks would be (the dry run hears the same through the preview).
+        let all: Vec<RackId> = racks.iter().map(|r| r.id).collect();
+        crate::tasks::submission::domain_split::check(
+            &self.db,
+            &task_spec(&spec, all, String::new()),
+            &racks.iter().map(|r| r.id).collect::<Vec<_>>(),
+        )
+        .await?;
         let waves = plan::plan(racks, &spec.strategy);
         self.check_waves(&spec, &waves)?;
         if dry_run {
@@ -217,6 +226,17 @@ impl RolloutService {
                     query = query.filter(racks::Column::NvlDomainId.eq(found.id));
                 }
                 query.all(&self.db).await?
+            }
+            RolloutTargets::NvlDomains(domains) => {
+                let mut rows: Vec<racks::Model> = Vec::new();
+                for domain in domains {
+                    for row in crate::inventory::targets::domain_racks(&self.db, domain).await? {
+                        if !rows.iter().any(|known| known.id == row.id) {
+                            rows.push(row);
+                        }
+                    }
+                }
+                rows
             }
         };
         Ok(rows
@@ -352,5 +372,7 @@ pub(super) fn task_spec(
         rule_id: spec.template.rule_id,
         // A rollout's waves never go past holds: each wave is checked as it starts.
         override_readiness_check: false,
+        // Waves keep domains whole unless the strategy says otherwise (see `plan`).
+        allow_split_domain: spec.strategy.split_domains,
     }
 }

@@ -9,7 +9,7 @@ use super::model::{OverlapPolicy, RackOutcome, RackResult, Run, RunTrigger, Sche
 use super::service::{ScheduleService, refuse_consumed};
 use super::store;
 use crate::error::{Code, Error, Result};
-use crate::ids::{ScheduleId, TaskId};
+use crate::ids::{RackId, ScheduleId, TaskId};
 use crate::tasks::TaskStatus;
 use crate::tasks::submission::blast;
 
@@ -102,6 +102,10 @@ impl ScheduleService {
         let scopes = store::scopes(&self.db, schedule.id).await?;
         let description = task_description(schedule, run.fired_at);
         self.refuse_over_cap(&mut run);
+        // The schedule's racks together may cover an NVLink domain whole even though each is
+        // submitted alone: those go with `allow_split_domain` (the others meet the domain rule).
+        let all: Vec<RackId> = run.results.iter().map(|r| r.rack_id).collect();
+        let whole = crate::tasks::submission::domain_split::covered_whole(&self.db, &all).await?;
         for result in run.results.iter_mut() {
             if result.outcome != RackOutcome::Pending {
                 continue;
@@ -117,6 +121,8 @@ impl ScheduleService {
                 result.rack_id,
                 &types,
             );
+            let mut spec = spec;
+            spec.allow_split_domain = whole.contains(&result.rack_id);
             let key = format!("schedule-run:{}:{}", run.id, result.rack_id);
             result.outcome = match self.tasks.submit(&spec, Some(&key)).await {
                 Ok(submission) => match submission.task_ids.first() {

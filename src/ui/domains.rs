@@ -48,8 +48,21 @@ pub async fn show(
         let svg = elevation::rack_svg(&rack.name, &components, &marks);
         drawn.push((rack, svg));
     }
+    let id: uuid::Uuid = domain.id.into();
+    let mixes = crate::drift::domains::mixed(state.db(), Some(&[id]), &Default::default()).await?;
     let body = html! {
         h1 { "NVLink domain " (domain.name) }
+        @if viewer.may(super::access::Action::RunOperation) && !drawn.is_empty() {
+            p { a.button href=(format!("/ui/run?nvl_domain={id}")) { "Run an operation on this domain" } }
+        }
+        @for m in &mixes {
+            div.error role="alert" {
+                strong { "domain_mixed" } ": the racks run different " (m.component_type.as_str()) " firmware"
+                ul { @for (rack, versions) in &m.versions {
+                    li { (rack) ": " span.mono { (versions.iter().cloned().collect::<Vec<_>>().join(", ")) } }
+                } }
+            }
+        }
         @if drawn.is_empty() { p.muted { "No rack in this domain." } }
         div.elevations {
             @for (rack, svg) in &drawn {

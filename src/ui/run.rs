@@ -14,7 +14,8 @@ use super::csrf::CsrfToken;
 use super::page::{self, UiResult, badge, code, csrf_field};
 use crate::api::problem::Problem;
 use crate::api::schema::operation::{
-    Common, ConflictStrategyDoc, RackTargetDoc, SubmissionDoc, TargetSpecDoc, build_spec,
+    Common, ConflictStrategyDoc, DomainTargetDoc, RackTargetDoc, SubmissionDoc, TargetSpecDoc,
+    build_spec,
 };
 use crate::api::schema::rule::RackPlanDoc;
 use crate::app::AppState;
@@ -42,6 +43,8 @@ const OPERATIONS: [(OperationCode, &str); 9] = [
 #[derive(Debug, Default)]
 struct RunForm {
     racks: Vec<uuid::Uuid>,
+    /// NVLink domains: every live rack of each (instead of `racks`).
+    domains: Vec<uuid::Uuid>,
     operation: String,
     description: String,
     queue: bool,
@@ -58,6 +61,10 @@ fn parse(bytes: &[u8]) -> Result<RunForm, Problem> {
                 Ok(id) => form.racks.push(id),
                 Err(_) => v.push("rack", format!("{val:?} is not a rack id")),
             },
+            "nvl_domain" => match uuid::Uuid::parse_str(val.trim()) {
+                Ok(id) => form.domains.push(id),
+                Err(_) => v.push("nvl_domain", format!("{val:?} is not an NVL domain id")),
+            },
             "operation" => form.operation = val,
             "description" => form.description = val,
             "conflict_strategy" => form.queue = val == "queue",
@@ -65,8 +72,10 @@ fn parse(bytes: &[u8]) -> Result<RunForm, Problem> {
             _ => {}
         }
     }
-    if form.racks.is_empty() {
-        v.push("rack", "select at least one rack");
+    match (form.racks.is_empty(), form.domains.is_empty()) {
+        (true, true) => v.push("rack", "select at least one rack or NVL domain"),
+        (false, false) => v.push("rack", "select racks or NVL domains, not both"),
+        _ => {}
     }
     v.finish()?;
     Ok(form)
@@ -90,17 +99,32 @@ fn spec(form: &RunForm) -> Result<OperationSpec, Error> {
             ));
         }
     };
-    let target = TargetSpecDoc {
-        racks: Some(
-            form.racks
-                .iter()
-                .map(|id| RackTargetDoc {
-                    id: Some(*id),
-                    ..Default::default()
-                })
-                .collect(),
-        ),
-        components: None,
+    let target = if form.domains.is_empty() {
+        TargetSpecDoc {
+            racks: Some(
+                form.racks
+                    .iter()
+                    .map(|id| RackTargetDoc {
+                        id: Some(*id),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+    } else {
+        TargetSpecDoc {
+            nvl_domains: Some(
+                form.domains
+                    .iter()
+                    .map(|id| DomainTargetDoc {
+                        id: Some(*id),
+                        name: None,
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }
     };
     let description = Some(form.description.clone());
     let common = Common {
@@ -122,6 +146,7 @@ fn fields(form: &RunForm, csrf: &CsrfToken, with_choices: bool) -> Markup {
     html! {
         (csrf_field(csrf))
         @for id in &form.racks { input type="hidden" name="rack" value=(id); }
+        @for id in &form.domains { input type="hidden" name="nvl_domain" value=(id); }
         @if !with_choices {
             input type="hidden" name="operation" value=(form.operation);
             input type="hidden" name="description" value=(form.description);
@@ -147,9 +172,21 @@ pub async fn form(
                 .name,
         );
     }
+    let mut domains = Vec::new();
+    for id in &form.domains {
+        domains.push(
+            crate::inventory::nvl::get(state.db(), &id.to_string())
+                .await?
+                .name,
+        );
+    }
     let body = html! {
         h1 { "Run an operation" }
-        p { "On " (names.len()) " rack(s): " (names.join(", ")) }
+        @if domains.is_empty() {
+            p { "On " (names.len()) " rack(s): " (names.join(", ")) }
+        } @else {
+            p { "On every rack of NVL domain(s): " (domains.join(", ")) }
+        }
         form.card method="post" action="/ui/run/preview" {
             (fields(&form, &csrf, true))
             label { "Operation" select name="operation" required {
@@ -202,6 +239,13 @@ fn plan_card(p: &RackPlanDoc) -> Markup {
     }
 }
 
+/// The query that opens the form again on the same targets.
+fn back_query(form: &RunForm) -> String {
+    let racks = form.racks.iter().map(|r| format!("rack={r}"));
+    let domains = form.domains.iter().map(|d| format!("nvl_domain={d}"));
+    racks.chain(domains).collect::<Vec<_>>().join("&")
+}
+
 /// `POST /ui/run/preview`: the plan per rack, and the confirmation.
 pub async fn preview(
     State(state): State<AppState>,
@@ -243,7 +287,7 @@ pub async fn preview(
             input type="hidden" name="key" value=(form.key);
             div.actions {
                 @if runnable { button type="submit" { "Confirm and run" } }
-                a.button.secondary href=(format!("/ui/run?{}", form.racks.iter().map(|r| format!("rack={r}")).collect::<Vec<_>>().join("&"))) { "Back" }
+                a.button.secondary href=(format!("/ui/run?{}", back_query(&form))) { "Back" }
             }
         }
     };

@@ -18,12 +18,13 @@ use crate::api::validation::ListDriftQuery;
 use crate::app::AppState;
 use crate::error::Code;
 
-const DIFF_KINDS: [&str; 5] = [
+const DIFF_KINDS: [&str; 6] = [
     "missing",
     "unexpected",
     "mismatch",
     "unreachable",
     "rejected",
+    "domain_mixed",
 ];
 const TYPES: [&str; 6] = [
     "compute",

@@ -21,6 +21,7 @@ mod firmware_recipes;
 mod maintenance;
 mod holds;
 mod migrations;
+mod nvl_targets;
 mod observability;
 mod operations;
 mod power_truth;

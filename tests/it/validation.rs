@@ -122,6 +122,7 @@ mod managed {
         a_sync_one_device_at_a_time_records_what_a_single_pass_does,
         bad_validation_input_is_refused_naming_the_field,
         flow_rack_validate_prints_the_differences_and_exits_1,
+        a_domain_whose_racks_run_different_firmware_is_domain_mixed_in_validation_sync_and_domain,
     );
 }
 
@@ -166,7 +167,7 @@ async fn validation_reports_missing_unexpected_and_mismatched_firmware(h: Harnes
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
         r.body["summary"],
-        json!({"match": 4, "missing": 1, "unexpected": 1, "mismatch": 1, "unreachable": 0, "rejected": 0, "unchecked": 0}),
+        json!({"match": 4, "missing": 1, "unexpected": 1, "mismatch": 1, "unreachable": 0, "rejected": 0, "domain_mixed": 0, "unchecked": 0}),
         "{}",
         r.text
     );
@@ -209,7 +210,7 @@ async fn validation_reports_missing_unexpected_and_mismatched_firmware(h: Harnes
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
         r.body["summary"],
-        json!({"match": 4, "missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "rejected": 0, "unchecked": 0})
+        json!({"match": 4, "missing": 1, "unexpected": 0, "mismatch": 1, "unreachable": 0, "rejected": 0, "domain_mixed": 0, "unchecked": 0})
     );
     // A target spec narrows it to the power shelves.
     let r = h
@@ -245,7 +246,7 @@ async fn a_manager_that_does_not_answer_is_unreachable_not_missing_and_its_drift
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
         r.body["summary"],
-        json!({"match": 4, "missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 2, "rejected": 0, "unchecked": 0}),
+        json!({"match": 4, "missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 2, "rejected": 0, "domain_mixed": 0, "unchecked": 0}),
         "{}",
         r.text
     );
@@ -732,4 +733,85 @@ async fn a_sync_after_a_power_off_operation_observes_the_power_off(ops: Ops) {
         r.body["drift"],
         json!({"missing": 0, "unexpected": 0, "mismatch": 0, "unreachable": 0, "rejected": 0, "stale": 0})
     );
+}
+
+/// Two racks of one NVLink domain whose compute trays run 1.0.0 and 2.0.0 (the simulator runs
+/// what the inventory expects): no device differs from its record, but the domain is mixed.
+async fn a_domain_whose_racks_run_different_firmware_is_domain_mixed_in_validation_sync_and_domain(
+    h: Harness,
+) {
+    for (i, version) in [(1, "1.0.0"), (2, "2.0.0")] {
+        let mut body = gb200_rack(i, 1);
+        for c in body["components"].as_array_mut().unwrap() {
+            if c["type"] == "compute" {
+                c["firmware_version"] = json!(version);
+            }
+        }
+        h.app.create_rack(&body).await;
+    }
+    let r = h
+        .app
+        .post("/v1/nvl-domains", &json!({"name": "nvl-a"}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let r = h
+        .app
+        .post(
+            "/v1/nvl-domains/nvl-a/racks",
+            &json!({"racks": [{"name": "rack-0001"}, {"name": "rack-0002"}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let r = h.app.post_empty("/v1/validation").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["summary"]["domain_mixed"], 1, "{}", r.text);
+    let mixed = diffs_of(&r.body, "domain_mixed");
+    assert_eq!(mixed.len(), 1);
+    assert_eq!(mixed[0]["type"], "compute");
+    let fields = mixed[0]["fields"].as_array().unwrap();
+    assert_eq!(fields.len(), 2, "{}", mixed[0]);
+    assert_eq!(fields[0]["field"], "rack:rack-0001");
+    assert_eq!(fields[0]["actual"], "1.0.0");
+    assert_eq!(fields[1]["field"], "rack:rack-0002");
+    assert_eq!(fields[1]["actual"], "2.0.0");
+    assert!(mixed[0]["message"].as_str().unwrap().contains("nvl-a"));
+    // The sync records it, with the versions by rack.
+    let sync = h.sync();
+    assert!(matches!(
+        sync.run_once("a").await.unwrap(),
+        SyncRun::Ran { .. }
+    ));
+    // Validating one rack of the domain reports the domain too: the versions just seen on it
+    // against those the sync recorded for the others.
+    let r = h
+        .app
+        .post(
+            "/v1/validation",
+            &json!({"target_spec": {"racks": [{"name": "rack-0001"}]}}),
+        )
+        .await;
+    assert_eq!(r.body["summary"]["domain_mixed"], 1, "{}", r.text);
+    let recorded = h.app.get("/v1/drift?kind=domain_mixed").await;
+    assert_eq!(recorded.status, 200, "{}", recorded.text);
+    assert_eq!(recorded.body["total"], 1, "{}", recorded.text);
+    let record = &recorded.body["items"][0];
+    assert_eq!(record["source"], "nvl-domains");
+    assert_eq!(record["fields"].as_array().unwrap().len(), 2, "{record}");
+    // The domain's answer shows it.
+    let domain = h.app.get("/v1/nvl-domains/nvl-a").await;
+    assert_eq!(
+        domain.body["domain_mixed"],
+        json!([{"type": "compute", "versions_by_rack": {"rack-0001": ["1.0.0"], "rack-0002": ["2.0.0"]}}]),
+        "{}",
+        domain.text
+    );
+    // Detaching the odd rack makes the domain consistent: the next sync drops the record.
+    let r = h.app.delete("/v1/nvl-domains/nvl-a/racks/rack-0001").await;
+    assert_eq!(r.status, 204, "{}", r.text);
+    sync.run_once("a").await.unwrap();
+    let after = h.app.get("/v1/drift?kind=domain_mixed").await;
+    assert_eq!(after.body["total"], 0, "{}", after.text);
+    let domain = h.app.get("/v1/nvl-domains/nvl-a").await;
+    assert_eq!(domain.body["domain_mixed"], json!([]));
 }

@@ -11,6 +11,7 @@ fn rack_target(id: uuid::Uuid) -> TargetSpecDoc {
             component_types: Vec::new(),
         }]),
         components: None,
+        nvl_domains: None,
     }
 }
 
@@ -86,6 +87,10 @@ pub struct RackFirmwareRequest {
     pub conflict_strategy: Option<ConflictStrategyDoc>,
     pub queue_timeout_seconds: Option<u64>,
     pub rule_id: Option<uuid::Uuid>,
+    /// Upgrade this rack even though its NVLink domain has other racks (else `409`
+    /// `domain_split`); audited.
+    #[serde(default)]
+    pub allow_split_domain: bool,
 }
 
 /// Upgrade a rack's firmware
@@ -112,6 +117,7 @@ pub async fn upgrade_rack_firmware(
         queue_timeout_seconds: body.queue_timeout_seconds,
         rule_id: body.rule_id,
         override_readiness_check: false,
+        allow_split_domain: body.allow_split_domain,
     };
     let mut v = Violations::default();
     let firmware = full.firmware(&mut v);
@@ -120,7 +126,8 @@ pub async fn upgrade_rack_firmware(
         start_time: full.start_time,
         end_time: full.end_time,
     };
-    let spec = build_spec(op, full.common(), v)?;
+    let mut spec = build_spec(op, full.common(), v)?;
+    spec.allow_split_domain = full.allow_split_domain;
     submit(&state, &headers, None, q.dry_run, spec).await
 }
 

@@ -52,6 +52,10 @@ pub enum DiffKindDoc {
     Mismatch,
     Unreachable,
     Rejected,
+    /// An NVLink domain's racks run different firmware on trays of one type; `fields` has one
+    /// entry per rack (`rack:<name>`, the versions it runs), `address` names the domain.
+    #[serde(rename = "domain_mixed")]
+    DomainMixed,
 }
 
 impl From<DiffKind> for DiffKindDoc {
@@ -62,6 +66,7 @@ impl From<DiffKind> for DiffKindDoc {
             DiffKind::Mismatch => Self::Mismatch,
             DiffKind::Unreachable => Self::Unreachable,
             DiffKind::Rejected => Self::Rejected,
+            DiffKind::DomainMixed => Self::DomainMixed,
         }
     }
 }
@@ -74,6 +79,7 @@ impl From<DiffKindDoc> for DiffKind {
             DiffKindDoc::Mismatch => Self::Mismatch,
             DiffKindDoc::Unreachable => Self::Unreachable,
             DiffKindDoc::Rejected => Self::Rejected,
+            DiffKindDoc::DomainMixed => Self::DomainMixed,
         }
     }
 }
@@ -149,6 +155,8 @@ pub struct ValidationSummaryDoc {
     pub mismatch: u64,
     pub unreachable: u64,
     pub rejected: u64,
+    /// NVLink domains (per tray type) whose racks run different firmware.
+    pub domain_mixed: u64,
     /// Expected components whose type has no manager that reports what it sees.
     pub unchecked: u64,
 }
@@ -162,6 +170,7 @@ impl From<Summary> for ValidationSummaryDoc {
             mismatch: s.mismatch,
             unreachable: s.unreachable,
             rejected: s.rejected,
+            domain_mixed: s.domain_mixed,
             unchecked: s.unchecked,
         }
     }

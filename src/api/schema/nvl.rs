@@ -5,6 +5,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use std::collections::BTreeMap;
+
+use super::common::ComponentTypeDoc;
+use crate::drift::domains::DomainMix;
 use crate::inventory::nvl::NvlDomain;
 
 /// A new NVL domain. `id` is generated when absent.
@@ -23,6 +27,34 @@ pub struct NvlDomainDoc {
     pub id: Uuid,
     pub name: String,
     pub created_at: DateTime<Utc>,
+    /// `GET /v1/nvl-domains/{id_or_name}` only: each tray type whose racks run different
+    /// (observed) firmware versions, the `domain_mixed` drift; empty when the domain is
+    /// consistent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain_mixed: Option<Vec<DomainMixedDoc>>,
+}
+
+/// Trays of one type whose firmware differs across the racks of a domain.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(example = json!({"type": "compute", "versions_by_rack": {"g10": ["2.1.0"], "g11": ["2.0.4"]}}))]
+pub struct DomainMixedDoc {
+    #[serde(rename = "type")]
+    pub component_type: ComponentTypeDoc,
+    /// Rack name -> the versions its trays of this type run, as last observed.
+    pub versions_by_rack: BTreeMap<String, Vec<String>>,
+}
+
+impl From<DomainMix> for DomainMixedDoc {
+    fn from(m: DomainMix) -> Self {
+        Self {
+            component_type: m.component_type.into(),
+            versions_by_rack: m
+                .versions
+                .into_iter()
+                .map(|(rack, v)| (rack, v.into_iter().collect()))
+                .collect(),
+        }
+    }
 }
 
 impl From<NvlDomain> for NvlDomainDoc {
@@ -31,6 +63,7 @@ impl From<NvlDomain> for NvlDomainDoc {
             id: d.id.into(),
             name: d.name,
             created_at: d.created_at,
+            domain_mixed: None,
         }
     }
 }

@@ -9,20 +9,31 @@ use super::common::ComponentTypeDoc;
 use crate::components::FirmwareRequest;
 use crate::domain::ComponentType;
 use crate::domain::operation::{
-    ComponentTarget, ConflictStrategy, DEFAULT_QUEUE_TIMEOUT_SECS, Operation, OperationSpec,
-    RackRef, RackTarget, TargetSpec,
+    ComponentTarget, ConflictStrategy, DEFAULT_QUEUE_TIMEOUT_SECS, DomainRef, Operation,
+    OperationSpec, RackRef, RackTarget, TargetSpec,
 };
 use crate::error::{Error, Result, Violations};
 use crate::tasks::submission::Submission;
 
-/// Which components an operation touches: either whole racks (optionally only some component
-/// types) or single components. Exactly one of `racks` and `components`.
+/// Which components an operation touches: whole racks (optionally only some component types),
+/// single components, or every live rack of some NVLink domains (resolved when submitted, one
+/// task per rack). Exactly one of `racks`, `components` and `nvl_domains`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"racks": [{"name": "g10"}, {"name": "g11", "component_types": ["compute"]}]}))]
 pub struct TargetSpecDoc {
     pub racks: Option<Vec<RackTargetDoc>>,
     pub components: Option<Vec<ComponentTargetDoc>>,
+    /// NVLink domains by id or name: every live rack attached to each (an unknown one is a 404).
+    pub nvl_domains: Option<Vec<DomainTargetDoc>>,
+}
+
+/// An NVLink domain by id or name (exactly one).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DomainTargetDoc {
+    pub id: Option<Uuid>,
+    pub name: Option<String>,
 }
 
 /// A rack by id or name; `component_types` narrows it (empty = all).
@@ -66,68 +77,110 @@ pub enum ConflictStrategyDoc {
 impl TargetSpecDoc {
     /// The domain targets; problems go to `v` under `target_spec`.
     pub fn to_domain(&self, v: &mut Violations) -> TargetSpec {
-        match (&self.racks, &self.components) {
-            (Some(racks), None) => TargetSpec::Racks(
-                racks
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, r)| {
-                        let rack = match (
-                            r.id,
-                            r.name.as_deref().map(str::trim).filter(|n| !n.is_empty()),
-                        ) {
-                            (Some(id), None) => RackRef::Id(id),
-                            (None, Some(name)) => RackRef::Name(name.to_string()),
-                            _ => {
-                                v.push(
-                                    format!("target_spec.racks[{i}]"),
-                                    "give exactly one of id or name",
-                                );
-                                return None;
-                            }
-                        };
-                        let component_types = r
-                            .component_types
-                            .iter()
-                            .map(|t| ComponentType::from(*t))
-                            .collect();
-                        Some(RackTarget {
-                            rack,
-                            component_types,
-                        })
-                    })
-                    .collect(),
+        let given = [
+            self.racks.is_some(),
+            self.components.is_some(),
+            self.nvl_domains.is_some(),
+        ];
+        match given.iter().filter(|g| **g).count() {
+            0 => v.push("target_spec", "give racks, components or nvl_domains"),
+            1 => {}
+            _ => v.push(
+                "target_spec",
+                "give exactly one of racks, components and nvl_domains",
             ),
-            (None, Some(components)) => TargetSpec::Components(
-                components
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, c)| match (c.id, &c.external) {
-                        (Some(id), None) => Some(ComponentTarget::Id(id)),
-                        (None, Some(ext)) => Some(ComponentTarget::External {
-                            kind: ext.kind.into(),
-                            id: ext.id.trim().to_string(),
-                        }),
-                        _ => {
-                            v.push(
-                                format!("target_spec.components[{i}]"),
-                                "give exactly one of id or external",
-                            );
-                            None
-                        }
-                    })
-                    .collect(),
-            ),
-            (Some(_), Some(_)) => {
-                v.push("target_spec", "give racks or components, not both");
-                TargetSpec::Racks(Vec::new())
-            }
-            (None, None) => {
-                v.push("target_spec", "give racks or components");
-                TargetSpec::Racks(Vec::new())
-            }
         }
+        if let (Some(racks), None, None) = (&self.racks, &self.components, &self.nvl_domains) {
+            return TargetSpec::Racks(rack_targets(racks, v));
+        }
+        if let (None, Some(components), None) = (&self.racks, &self.components, &self.nvl_domains) {
+            return TargetSpec::Components(component_targets(components, v));
+        }
+        if let (None, None, Some(domains)) = (&self.racks, &self.components, &self.nvl_domains) {
+            return TargetSpec::NvlDomains(domain_targets(domains, v));
+        }
+        TargetSpec::Racks(Vec::new())
     }
+}
+
+fn rack_targets(racks: &[RackTargetDoc], v: &mut Violations) -> Vec<RackTarget> {
+    racks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let rack = match (
+                r.id,
+                r.name.as_deref().map(str::trim).filter(|n| !n.is_empty()),
+            ) {
+                (Some(id), None) => RackRef::Id(id),
+                (None, Some(name)) => RackRef::Name(name.to_string()),
+                _ => {
+                    v.push(
+                        format!("target_spec.racks[{i}]"),
+                        "give exactly one of id or name",
+                    );
+                    return None;
+                }
+            };
+            let component_types = r
+                .component_types
+                .iter()
+                .map(|t| ComponentType::from(*t))
+                .collect();
+            Some(RackTarget {
+                rack,
+                component_types,
+            })
+        })
+        .collect()
+}
+
+fn component_targets(
+    components: &[ComponentTargetDoc],
+    v: &mut Violations,
+) -> Vec<ComponentTarget> {
+    components
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| match (c.id, &c.external) {
+            (Some(id), None) => Some(ComponentTarget::Id(id)),
+            (None, Some(ext)) => Some(ComponentTarget::External {
+                kind: ext.kind.into(),
+                id: ext.id.trim().to_string(),
+            }),
+            _ => {
+                v.push(
+                    format!("target_spec.components[{i}]"),
+                    "give exactly one of id or external",
+                );
+                None
+            }
+        })
+        .collect()
+}
+
+/// NVLink domain references by id or name; problems go to `v` under `target_spec.nvl_domains`.
+pub fn domain_targets(domains: &[DomainTargetDoc], v: &mut Violations) -> Vec<DomainRef> {
+    domains
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            match (
+                d.id,
+                d.name.as_deref().map(str::trim).filter(|n| !n.is_empty()),
+            ) {
+                (Some(id), None) => Some(DomainRef::Id(id)),
+                (None, Some(name)) => Some(DomainRef::Name(name.to_string())),
+                _ => {
+                    v.push(
+                        format!("target_spec.nvl_domains[{i}]"),
+                        "give exactly one of id or name",
+                    );
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 /// Options every operation shares.
@@ -189,6 +242,7 @@ pub fn build_spec(
             .unwrap_or(DEFAULT_QUEUE_TIMEOUT_SECS),
         rule_id: common.rule_id.map(Into::into),
         override_readiness_check: common.override_readiness_check,
+        allow_split_domain: false,
     };
     match spec.validate() {
         Err(Error::Invalid(errors)) => {
@@ -336,6 +390,10 @@ pub struct FirmwareUpgradeRequest {
     /// `409` `held` / `not_ready`.
     #[serde(default)]
     pub override_readiness_check: bool,
+    /// Upgrade even though the racks cover only part of an NVLink domain (default `false`:
+    /// refused with `409` `domain_split`). The submission's audit entry records it.
+    #[serde(default)]
+    pub allow_split_domain: bool,
 }
 
 impl FirmwareUpgradeRequest {

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::common::{ComponentTypeDoc, required_text};
-use super::operation::{ConflictStrategyDoc, RackTargetDoc};
+use super::operation::{ConflictStrategyDoc, DomainTargetDoc, RackTargetDoc, domain_targets};
 use super::schedule::ScheduledOperationDoc;
 use crate::domain::ComponentType;
 use crate::domain::operation::{ConflictStrategy, RackRef};
@@ -16,7 +16,8 @@ use crate::rollouts::model::{
     Strategy, Verify, Window,
 };
 
-/// Racks by id or name, or a selector (every field given must match); `component_types`
+/// Racks by id or name, a selector (every field given must match), or NVLink domains: exactly
+/// one of `racks`, `selector` and `nvl_domains`; `component_types`
 /// narrows every rack's task (empty = the whole rack).
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -24,6 +25,8 @@ use crate::rollouts::model::{
 pub struct RolloutTargetDoc {
     pub racks: Option<Vec<RackTargetDoc>>,
     pub selector: Option<SelectorDoc>,
+    /// NVLink domains by id or name: every live rack of each (an unknown one is a 404).
+    pub nvl_domains: Option<Vec<DomainTargetDoc>>,
     #[serde(default)]
     pub component_types: Vec<ComponentTypeDoc>,
 }
@@ -66,7 +69,8 @@ pub enum OrderDoc {
     Location,
 }
 
-/// At most one rack of each group per wave.
+/// At most one rack of each group per wave. While domains are kept whole (the default, see
+/// `split_domains`) a domain's racks count as one and always share their wave.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SpreadByDoc {
@@ -104,6 +108,12 @@ pub struct StrategyDoc {
     pub failure_budget: Option<FailureBudgetDoc>,
     pub spread_by: Option<SpreadByDoc>,
     pub verify: Option<VerifyDoc>,
+    /// `true` plans racks one by one, so one NVLink domain's racks may land in different waves
+    /// (and a firmware rollout's waves are submitted with `allow_split_domain`). Default
+    /// `false`: every wave holds the targeted racks of a domain together, a wave growing past
+    /// its size (canary included) rather than splitting a domain.
+    #[serde(default)]
+    pub split_domains: bool,
 }
 
 /// Whether a window repeats.
@@ -253,12 +263,24 @@ impl StrategyDoc {
                 VerifyDoc::None => Verify::None,
                 VerifyDoc::Validation => Verify::Validation,
             },
+            split_domains: self.split_domains,
         }
     }
 }
 
 impl RolloutTargetDoc {
     fn to_domain(&self, v: &mut Violations) -> RolloutTargets {
+        if let Some(domains) = &self.nvl_domains {
+            if self.racks.is_some() || self.selector.is_some() {
+                v.push(
+                    "target_spec",
+                    "give exactly one of racks, selector and nvl_domains",
+                );
+            } else if domains.is_empty() {
+                v.push("target_spec.nvl_domains", "must name at least one domain");
+            }
+            return RolloutTargets::NvlDomains(domain_targets(domains, v));
+        }
         match (&self.racks, &self.selector) {
             (Some(racks), None) => {
                 if racks.is_empty() {
@@ -312,7 +334,7 @@ impl RolloutTargetDoc {
                 RolloutTargets::Racks(Vec::new())
             }
             (None, None) => {
-                v.push("target_spec", "give racks or a selector");
+                v.push("target_spec", "give racks, a selector or nvl_domains");
                 RolloutTargets::Racks(Vec::new())
             }
         }

@@ -104,6 +104,9 @@ pub struct RolloutDoc {
     pub operation: String,
     pub racks: Option<Vec<String>>,
     pub selector: Option<SelectorDoc>,
+    /// The NVLink domains (id or name, as given) the rollout targeted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvl_domains: Option<Vec<String>>,
     pub strategy: StrategyDoc,
     pub window: Option<WindowDoc>,
     /// `skip` or `fail`.
@@ -157,6 +160,7 @@ fn strategy_doc(r: &Rollout) -> StrategyDoc {
             Verify::None => VerifyDoc::None,
             Verify::Validation => VerifyDoc::Validation,
         }),
+        split_domains: s.split_domains,
     }
 }
 
@@ -193,10 +197,12 @@ impl RolloutDoc {
                 finished_at: w.finished_at,
             })
             .collect();
-        let (racks, selector) = match &r.spec.targets {
-            RolloutTargets::Racks(refs) => {
-                (Some(refs.iter().map(ToString::to_string).collect()), None)
-            }
+        let (racks, selector, nvl_domains) = match &r.spec.targets {
+            RolloutTargets::Racks(refs) => (
+                Some(refs.iter().map(ToString::to_string).collect()),
+                None,
+                None,
+            ),
             RolloutTargets::Selector(s) => (
                 None,
                 Some(SelectorDoc {
@@ -205,6 +211,12 @@ impl RolloutDoc {
                     nvl_domain: s.nvl_domain.clone(),
                     name: s.name.clone(),
                 }),
+                None,
+            ),
+            RolloutTargets::NvlDomains(ds) => (
+                None,
+                None,
+                Some(ds.iter().map(ToString::to_string).collect()),
             ),
         };
         Self {
@@ -215,6 +227,7 @@ impl RolloutDoc {
             operation: r.spec.template.operation.code().to_string(),
             racks,
             selector,
+            nvl_domains,
             strategy: strategy_doc(&r),
             window: r.spec.window.map(|w| WindowDoc {
                 start: w.start,

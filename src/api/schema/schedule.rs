@@ -168,6 +168,7 @@ impl ScheduledOperationDoc {
                     queue_timeout_seconds: None,
                     rule_id: None,
                     override_readiness_check: false,
+                    allow_split_domain: false,
                 };
                 let mut inner = Violations::default();
                 let firmware = request.firmware(&mut inner);
@@ -206,6 +207,14 @@ pub fn rack_targets(spec: &TargetSpecDoc, v: &mut Violations) -> Vec<RackTarget>
     match spec.to_domain(v) {
         TargetSpec::Racks(racks) => racks,
         TargetSpec::Components(_) => Vec::new(),
+        // A schedule's scope is stored as racks; a domain target is not kept as such (yet).
+        TargetSpec::NvlDomains(_) => {
+            v.push(
+                "target_spec.nvl_domains",
+                "schedules target racks: name the domain's racks",
+            );
+            Vec::new()
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 mod admission;
 pub mod blast;
 mod capability;
+pub mod domain_split;
 mod idempotency;
 pub mod planner;
 pub mod preview;
@@ -104,6 +105,7 @@ impl TaskService {
         // Held or not-ready targets, or an engine known to be down, refuse before any write: a
         // task that cannot start must never be created (and answered 202). Bad targets: 4xx.
         let overridden = readiness::admit(&self.db, spec, &work, self.clock.now()).await?;
+        let split = domain_split::check_work(&self.db, spec, &work).await?;
         if !self.engine.available() {
             return Err(engine_error(EngineError::Unavailable(
                 "the workflow engine is not connected".into(),
@@ -153,6 +155,7 @@ impl TaskService {
         if submission.task_ids.is_empty() {
             return Err(refusal::refusal(&submission.rejected));
         }
+        domain_split::audit_override(&self.db, request_id, &split, self.clock.now()).await?;
         Ok(submission)
     }
 

@@ -32,8 +32,11 @@ pub async fn preview(
     managers: Option<&Registry>,
 ) -> Result<Vec<RackPreview>> {
     check(db, spec).await?;
+    let work = planner::narrow(spec, resolve::resolve(db, &spec.targets).await?);
+    // The dry run refuses a split domain exactly as the submission would.
+    super::domain_split::check_work(db, spec, &work).await?;
     let mut out = Vec::new();
-    for rack in planner::narrow(spec, resolve::resolve(db, &spec.targets).await?) {
+    for rack in work {
         let rule = planner::rule_for(db, spec, &rack).await?;
         let active = store::on_rack(db, rack.rack_id, &ACTIVE).await?;
         let asked = super::capability::power_gaps(spec, &rack, rule.as_ref(), managers).await;

@@ -251,9 +251,22 @@ async fn spread_by_nvl_domain_keeps_two_racks_of_one_domain_out_of_one_wave(app:
             vec!["rack-0003", "rack-0004"]
         ]
     );
+    // A domain's racks stay in one wave unless the strategy splits domains; then spreading by
+    // domain puts one rack of each domain in a wave.
     let r = app
         .post("/v1/rollouts?dry_run=true", &plan("nvl_domain"))
         .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        wave_names(&r.body),
+        [
+            vec!["rack-0001", "rack-0002"],
+            vec!["rack-0003", "rack-0004"]
+        ]
+    );
+    let mut split = plan("nvl_domain");
+    split["strategy"]["split_domains"] = json!(true);
+    let r = app.post("/v1/rollouts?dry_run=true", &split).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
         wave_names(&r.body),
@@ -278,5 +291,6 @@ async fn spread_by_nvl_domain_keeps_two_racks_of_one_domain_out_of_one_wave(app:
                 "target_spec": {"selector": {"nvl_domain": "nvl-b"}}}),
         )
         .await;
-    assert_eq!(wave_names(&r.body), [vec!["rack-0003"], vec!["rack-0004"]]);
+    // The canary takes the whole domain rather than split it.
+    assert_eq!(wave_names(&r.body), [vec!["rack-0003", "rack-0004"]]);
 }
