@@ -8,6 +8,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answer::JsonAnswer;
 use super::bmc_address::ensure_allowed;
 use super::extract::{IfMatch, Json, Query, etag, uuid_param, with_location};
 use super::openapi::COMPONENTS;
@@ -89,12 +90,12 @@ async fn respond_with_rack(
     state: &AppState,
     component: Component,
     with_rack: bool,
-) -> ApiResult<(HeaderMap, axum::Json<ComponentWithRackDoc>)> {
+) -> ApiResult<(HeaderMap, JsonAnswer<ComponentWithRackDoc>)> {
     let revision = component.revision;
     let found = components::with_rack(state.db(), component, with_rack).await?;
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, etag(revision));
-    Ok((headers, axum::Json(ComponentWithRackDoc::from(found))))
+    Ok((headers, JsonAnswer(ComponentWithRackDoc::from(found))))
 }
 
 /// Add a component

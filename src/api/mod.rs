@@ -1,6 +1,7 @@
 //! The HTTP layer: routes, middleware, OpenAPI document and Swagger UI. Only this module knows HTTP.
 
 pub mod access;
+pub mod answer;
 pub mod audit;
 pub mod bmc_address;
 pub mod client;
