@@ -147,15 +147,17 @@ fn build(state: AppState, beside: Router<AppState>, face: Option<access::Console
     .layer(axum::middleware::map_response(security_headers))
 }
 
+/// How a request's span is made.
+type MakeSpan = fn(&Request<axum::body::Body>) -> tracing::Span;
+/// The classifier of `TraceLayer::new_for_http`.
+type HttpClassifier =
+    tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>;
+
 /// The request span (method, route path, request id, client, trace id) and its response log.
-fn trace_layer() -> TraceLayer<
-    tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>,
-    fn(&Request<axum::body::Body>) -> tracing::Span,
-    tower_http::trace::DefaultOnRequest,
-    LogResponse,
-> {
+fn trace_layer()
+-> TraceLayer<HttpClassifier, MakeSpan, tower_http::trace::DefaultOnRequest, LogResponse> {
     TraceLayer::new_for_http()
-        .make_span_with(request_span as fn(&Request<axum::body::Body>) -> tracing::Span)
+        .make_span_with(request_span as MakeSpan)
         .on_response(LogResponse)
 }
 
