@@ -8,6 +8,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answer::JsonAnswer;
 use super::bmc_address::ensure_allowed;
 use super::extract::{IfMatch, Json, Query, etag, uuid_param, with_location};
 use super::openapi::COMPONENTS;
@@ -93,7 +94,7 @@ async fn respond_with_rack(
     state: &AppState,
     component: Component,
     with_rack: bool,
-) -> ApiResult<(HeaderMap, axum::Json<ComponentWithRackDoc>)> {
+) -> ApiResult<(HeaderMap, JsonAnswer<ComponentWithRackDoc>)> {
     let revision = component.revision;
     let found = components::with_rack(state.db(), component, with_rack).await?;
     let mut headers = HeaderMap::new();
@@ -106,7 +107,7 @@ async fn respond_with_rack(
         let [rack] = racks;
         doc.rack = Some(rack);
     }
-    Ok((headers, axum::Json(doc)))
+    Ok((headers, JsonAnswer(doc)))
 }
 
 /// Add a component

@@ -1,6 +1,7 @@
 //! The HTTP layer: routes, middleware, OpenAPI document and Swagger UI. Only this module knows HTTP.
 
 pub mod access;
+pub mod answer;
 pub mod audit;
 pub mod bmc_address;
 pub mod client;
@@ -118,32 +119,81 @@ fn build(state: AppState, beside: Router<AppState>, face: Option<access::Console
         ))
         .layer(axum::middleware::map_response(timeout_problem))
         // The one place a handler's panic becomes an answer (the guard audits the attempt).
-        .layer(CatchPanicLayer::custom(panic_answer as PanicAnswer))
+        .layer(CatchPanicLayer::custom(panic_answer as PanicAnswer));
+    let skip = |layer: &str| {
+        config
+            .server
+            .bench_skip_middleware
+            .iter()
+            .any(|m| m == layer)
+    };
+    if !skip("metrics") {
         // Outside the timeout and panic layers, so 408s and 500s are counted too.
-        .layer(axum::middleware::from_fn(metrics::track));
+        app = app.layer(axum::middleware::from_fn(metrics::track));
+    }
     if config.server.dev_mode {
         app = app.layer(CorsLayer::permissive());
     }
-    app.layer(PropagateRequestIdLayer::new(request_id.clone()))
-        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
-            let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
-            let client = req.extensions().get::<client::ClientAddr>().map_or_else(|| "-".to_string(), |c| c.0.to_string());
-            let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id, client = %client, trace_id = tracing::field::Empty);
-            // A caller's `traceparent` makes this request part of its trace; log lines carry the id.
-            trace::continue_from(&span, req.headers());
-            if let Some(trace_id) = trace::trace_id(&span) {
-                span.record("trace_id", trace_id);
-            }
-            span
-        })
-        .on_response(LogResponse))
-        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
-        .layer(axum::middleware::from_fn(check_request_id))
-        .layer(axum::middleware::from_fn_with_state(
-            trusted_proxies(&config),
-            client::resolve,
-        ))
-        .layer(axum::middleware::map_response(security_headers))
+    if !skip("request_id") {
+        app = app.layer(PropagateRequestIdLayer::new(request_id.clone()));
+    }
+    if !skip("trace") {
+        app = app.layer(trace_layer());
+    }
+    if !skip("request_id") {
+        app = app
+            .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+            .layer(axum::middleware::from_fn(check_request_id));
+    }
+    app.layer(axum::middleware::from_fn_with_state(
+        trusted_proxies(&config),
+        client::resolve,
+    ))
+    .layer(axum::middleware::map_response(security_headers))
+}
+
+/// How a request's span is made.
+type MakeSpan = fn(&Request<axum::body::Body>) -> tracing::Span;
+/// The classifier of `TraceLayer::new_for_http`.
+type HttpClassifier =
+    tower_http::classify::SharedClassifier<tower_http::classify::ServerErrorsAsFailures>;
+
+/// The request span (method, route path, request id, client, trace id) and its response log.
+fn trace_layer()
+-> TraceLayer<HttpClassifier, MakeSpan, tower_http::trace::DefaultOnRequest, LogResponse> {
+    TraceLayer::new_for_http()
+        .make_span_with(request_span as MakeSpan)
+        .on_response(LogResponse)
+}
+
+fn request_span(req: &Request<axum::body::Body>) -> tracing::Span {
+    let id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    // Recorded as `Display` values: a disabled span formats (and allocates) nothing.
+    let client = OrDash(req.extensions().get::<client::ClientAddr>().map(|c| c.0));
+    let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path(),
+        request_id = %id, client = %client, trace_id = tracing::field::Empty);
+    // A caller's `traceparent` makes this request part of its trace; log lines carry the id.
+    trace::continue_from(&span, req.headers());
+    if let Some(trace_id) = trace::trace_id(&span) {
+        span.record("trace_id", trace_id);
+    }
+    span
+}
+
+/// A value, or `-` when there is none.
+struct OrDash<T>(Option<T>);
+
+impl<T: std::fmt::Display> std::fmt::Display for OrDash<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(v) => v.fmt(f),
+            None => f.write_str("-"),
+        }
+    }
 }
 
 /// Headers on every answer: no content sniffing (a JSON answer is never run as a script), and

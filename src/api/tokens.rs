@@ -148,7 +148,8 @@ pub async fn list_tokens(State(state): State<AppState>) -> ApiResult<axum::Json<
 
 /// Revoke an API token
 ///
-/// The token stops working at once; revoking a revoked token changes nothing.
+/// The token stops working at once on the replica that revoked it, and within
+/// `FLOW_TOKEN_CACHE_SECS` (default 10 s) on any other; revoking a revoked token changes nothing.
 #[utoipa::path(delete, path = "/v1/tokens/{id}", tag = AUTH, security(("access" = ["admin"])),
     params(("id" = Uuid, Path, description = "Token id")),
     responses(
@@ -161,5 +162,6 @@ pub async fn revoke_token(
 ) -> ApiResult<axum::Json<TokenDoc>> {
     let id = uuid_param("id", &id)?;
     let token = tokens::revoke(state.db(), id.into(), state.now()).await?;
+    state.authenticator().forget_token(id.into());
     Ok(axum::Json(token.into()))
 }

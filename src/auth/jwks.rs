@@ -1,7 +1,10 @@
 //! The identity provider's signing keys (a JWKS): read from a file once, or fetched from a URL,
 //! cached, and fetched again when a token names a key id the cache does not hold (key rotation).
+//! A fetch that drops a key moves the set's generation on, so that tokens verified with that key
+//! are no longer taken from [`super::jwt`]'s cache of verified tokens.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -10,6 +13,7 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use super::AuthError;
+use super::cache::Digest;
 
 /// Deadline of one JWKS fetch.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -38,6 +42,26 @@ impl Key {
             Key::P256 { .. } => "ES256",
             Key::Ed25519 { .. } => "EdDSA",
         }
+    }
+
+    /// SHA-256 of the algorithm and the key material: what a cached verification remembers of
+    /// the key that made it.
+    pub fn fingerprint(&self) -> Digest {
+        let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+        ctx.update(self.alg().as_bytes());
+        let parts: [&[u8]; 2] = match self {
+            Key::Rsa { n, e } => [n, e],
+            Key::P256 { point } => [point, &[]],
+            Key::Ed25519 { x } => [x, &[]],
+        };
+        for part in parts {
+            // Lengths first, so no two different keys hash the same bytes.
+            ctx.update(&(part.len() as u64).to_be_bytes());
+            ctx.update(part);
+        }
+        let mut out = [0u8; 32];
+        out.copy_from_slice(ctx.finish().as_ref());
+        out
     }
 }
 
@@ -99,6 +123,15 @@ impl KeySet {
         Ok(set)
     }
 
+    /// The fingerprints of every key in the set.
+    pub fn fingerprints(&self) -> HashSet<Digest> {
+        self.by_kid
+            .values()
+            .chain(self.anonymous.iter())
+            .map(Key::fingerprint)
+            .collect()
+    }
+
     /// Whether no usable key was found.
     pub fn is_empty(&self) -> bool {
         self.by_kid.is_empty() && self.anonymous.is_empty()
@@ -140,6 +173,11 @@ pub struct RemoteKeys {
     url: String,
     http: reqwest::Client,
     cache: Mutex<Cache>,
+    /// Moves on whenever a fetch drops a key the set held before.
+    generation: AtomicU64,
+    /// When the set in `cache` was fetched: milliseconds since `born`, plus one (0: never).
+    fetched_at: AtomicU64,
+    born: Instant,
 }
 
 #[derive(Debug, Default)]
@@ -175,7 +213,22 @@ impl RemoteKeys {
             url,
             http,
             cache: Mutex::new(Cache::default()),
+            generation: AtomicU64::new(0),
+            fetched_at: AtomicU64::new(0),
+            born: Instant::now(),
         }
+    }
+
+    fn millis(&self) -> u64 {
+        u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Whether the set in use was fetched less than `MAX_AGE` ago (read without the lock: it
+    /// is asked on every request a cached verification answers).
+    pub fn is_fresh(&self) -> bool {
+        let at = self.fetched_at.load(Ordering::Acquire);
+        let max_age = u64::try_from(MAX_AGE.as_millis()).unwrap_or(u64::MAX);
+        at != 0 && self.millis().saturating_sub(at - 1) < max_age
     }
 
     async fn fetch(&self) -> Result<KeySet, String> {
@@ -216,6 +269,14 @@ impl RemoteKeys {
         match self.fetch().await {
             Ok(set) => {
                 let key = set.find(kid, alg).cloned();
+                let dropped = cache
+                    .keys
+                    .as_ref()
+                    .is_some_and(|(old, _)| !old.fingerprints().is_subset(&set.fingerprints()));
+                if dropped {
+                    self.generation.fetch_add(1, Ordering::AcqRel);
+                }
+                self.fetched_at.store(self.millis() + 1, Ordering::Release);
                 cache.keys = Some((set, Instant::now()));
                 cache.failure = None;
                 Ok(key)
@@ -267,6 +328,40 @@ impl KeySource {
             KeySource::Static(Ok(_)) => KeyHealth::Fresh,
             KeySource::Static(Err(e)) => KeyHealth::Unavailable(e.clone()),
             KeySource::Remote(remote) => remote.health().await,
+        }
+    }
+
+    /// Moves on whenever a key is dropped from the set (a file's set never changes).
+    pub fn generation(&self) -> u64 {
+        match self {
+            KeySource::Static(_) => 0,
+            KeySource::Remote(remote) => remote.generation.load(Ordering::Acquire),
+        }
+    }
+
+    /// Whether verifications made with these keys may still be taken from the cache: always
+    /// for a file; for a URL, while the set is younger than `MAX_AGE` (after that the next
+    /// token is verified afresh, which fetches the set again).
+    pub fn is_fresh(&self) -> bool {
+        match self {
+            KeySource::Static(set) => set.is_ok(),
+            KeySource::Remote(remote) => remote.is_fresh(),
+        }
+    }
+
+    /// The fingerprints of the keys now in use.
+    pub async fn fingerprints(&self) -> HashSet<Digest> {
+        match self {
+            KeySource::Static(Ok(set)) => set.fingerprints(),
+            KeySource::Static(Err(_)) => HashSet::new(),
+            KeySource::Remote(remote) => {
+                let cache = remote.cache.lock().await;
+                cache
+                    .keys
+                    .as_ref()
+                    .map(|(set, _)| set.fingerprints())
+                    .unwrap_or_default()
+            }
         }
     }
 

@@ -1,6 +1,10 @@
 //! OIDC access tokens: a JWS in compact form, signed with RS256, ES256 or EdDSA by a key from the
 //! identity provider's JWKS, with issuer, audience, expiry and not-before checked. `none` and
 //! HMAC algorithms are refused outright, so a public key can never serve as an HMAC secret.
+//! A verified token is remembered by the SHA-256 of the whole token until its `exp`, so that a
+//! client sending the same token again costs a hash and a map lookup instead of a signature
+//! check: bounded (`FLOW_JWT_CACHE_SIZE`, least recently used evicted), and an entry whose key
+//! left the JWKS is dropped (see [`JwtVerifier::cached`]).
 
 use std::collections::HashMap;
 
@@ -10,6 +14,7 @@ use chrono::{DateTime, Utc};
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde_json::Value;
 
+use super::cache::{self, Digest, Lru};
 use super::jwks::{self, Key, KeyHealth, KeySource, RemoteKeys};
 use super::{AuthError, Identity, Role};
 use crate::config::Jwt;
@@ -26,6 +31,18 @@ pub struct JwtVerifier {
     audience: String,
     roles_claim: String,
     role_map: HashMap<String, Role>,
+    /// Tokens verified before, by digest of the whole token.
+    verified: Lru<Verified>,
+    /// The key-set generation `verified` was last checked against.
+    checked_generation: std::sync::atomic::AtomicU64,
+}
+
+/// What the cache keeps of a verified token: who it is, until when, and with which key.
+#[derive(Debug, Clone)]
+struct Verified {
+    identity: Identity,
+    exp: i64,
+    key: Digest,
 }
 
 impl JwtVerifier {
@@ -42,6 +59,8 @@ impl JwtVerifier {
             audience: config.audience.clone(),
             roles_claim: config.roles_claim.clone(),
             role_map: parse_role_map(&config.role_map).unwrap_or_default(),
+            verified: Lru::new(config.cache_size),
+            checked_generation: Default::default(),
         }
     }
 
@@ -50,7 +69,54 @@ impl JwtVerifier {
         self.keys.health().await
     }
 
+    /// The identity of a bearer JWT: from the cache when this very token was verified before
+    /// (and is neither expired nor signed by a key that left the JWKS), else verified in full.
+    /// Only tokens that pass every check are cached.
     pub async fn verify(&self, token: &str, now: DateTime<Utc>) -> Result<Identity, AuthError> {
+        let digest = cache::digest(token);
+        if let Some(answer) = self.cached(&digest, now).await {
+            return answer;
+        }
+        let verified = self.verify_fully(token, now).await?;
+        let identity = verified.identity.clone();
+        self.verified.insert(digest, verified);
+        Ok(identity)
+    }
+
+    /// The cached answer for a token digest, if any. Entries signed by a key the JWKS no longer
+    /// holds are dropped first (once per change of the set); an expired entry is dropped and
+    /// answers `Expired`, as verifying it again would. While a fetched key set is older than
+    /// the JWKS refresh interval nothing is answered from here, so the next token verified in
+    /// full fetches the set again and a revoked key is noticed.
+    async fn cached(
+        &self,
+        digest: &Digest,
+        now: DateTime<Utc>,
+    ) -> Option<Result<Identity, AuthError>> {
+        use std::sync::atomic::Ordering;
+        if !self.keys.is_fresh() {
+            return None;
+        }
+        let generation = self.keys.generation();
+        if self.checked_generation.load(Ordering::Acquire) != generation {
+            let live = self.keys.fingerprints().await;
+            self.verified.retain(|v| live.contains(&v.key));
+            self.checked_generation.store(generation, Ordering::Release);
+        }
+        let hit = self.verified.get(digest)?;
+        if now.timestamp() > hit.exp + LEEWAY_SECS {
+            self.verified.remove(digest);
+            return Some(Err(AuthError::Expired));
+        }
+        Some(Ok(hit.identity))
+    }
+
+    /// How many verified tokens are cached.
+    pub fn cached_tokens(&self) -> usize {
+        self.verified.len()
+    }
+
+    async fn verify_fully(&self, token: &str, now: DateTime<Utc>) -> Result<Verified, AuthError> {
         let mut parts = token.split('.');
         let (Some(header), Some(payload), Some(sig), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -80,15 +146,17 @@ impl JwtVerifier {
         let signed = &token[..header_len(token)];
         verify_signature(&key, signed.as_bytes(), &signature)?;
         let claims: Value = decode_json(payload)?;
-        self.check_claims(&claims, now)?;
+        let exp = self.check_claims(&claims, now)?;
         let subject = claims["sub"].as_str().ok_or(AuthError::Invalid)?;
-        Ok(Identity::new(
-            format!("user:{subject}"),
-            self.roles(&claims),
-        ))
+        Ok(Verified {
+            identity: Identity::new(format!("user:{subject}"), self.roles(&claims)),
+            exp,
+            key: key.fingerprint(),
+        })
     }
 
-    fn check_claims(&self, claims: &Value, now: DateTime<Utc>) -> Result<(), AuthError> {
+    /// Checks the claims; the token's `exp` when they pass.
+    fn check_claims(&self, claims: &Value, now: DateTime<Utc>) -> Result<i64, AuthError> {
         let now = now.timestamp();
         // An access token without an expiry would be valid forever: refused.
         let exp = claims["exp"].as_i64().ok_or(AuthError::Invalid)?;
@@ -112,7 +180,7 @@ impl JwtVerifier {
         if !audience_ok {
             return Err(AuthError::Invalid);
         }
-        Ok(())
+        Ok(exp)
     }
 
     /// The Flow roles of the configured claim's values (a list, or a space-separated string; a
@@ -195,6 +263,8 @@ mod tests {
             audience: "a".into(),
             roles_claim: "roles".into(),
             role_map: HashMap::new(),
+            verified: Lru::new(1),
+            checked_generation: Default::default(),
         };
         let claims = serde_json::json!({"roles": "viewer editor bogus"});
         assert_eq!(v.roles(&claims), [Role::Viewer, Role::Editor]);

@@ -1,6 +1,7 @@
 //! Who is calling: Flow's roles, the identities bearer credentials resolve to (OIDC JWTs and
 //! API tokens), and the `FLOW_AUTH` modes. Knows nothing of HTTP; `api::access` applies it.
 
+pub mod cache;
 pub mod jwks;
 pub mod jwt;
 mod strict_json;
@@ -98,6 +99,7 @@ pub fn check_at_start(config: &config::Auth) -> Result<(), String> {
 pub struct Authenticator {
     modes: Modes,
     jwt: Option<jwt::JwtVerifier>,
+    tokens: tokens::CheckedTokens,
     db: DatabaseConnection,
     clock: Arc<dyn Clock>,
 }
@@ -124,9 +126,21 @@ impl Authenticator {
         Self {
             modes,
             jwt,
+            tokens: tokens::CheckedTokens::new(config.token_cache_ttl),
             db,
             clock,
         }
+    }
+
+    /// Forgets what this process remembers of an API token: it was revoked here, so it stops
+    /// working at once rather than after `FLOW_TOKEN_CACHE_SECS`.
+    pub fn forget_token(&self, id: crate::ids::TokenId) {
+        self.tokens.forget(id);
+    }
+
+    /// How many verified JWTs this process remembers.
+    pub fn cached_jwts(&self) -> usize {
+        self.jwt.as_ref().map_or(0, jwt::JwtVerifier::cached_tokens)
     }
 
     pub fn modes(&self) -> Modes {
@@ -144,7 +158,7 @@ impl Authenticator {
     /// Checks a bearer credential. API tokens are told apart from JWTs by their `flow_` prefix.
     pub async fn authenticate(&self, bearer: &str) -> Result<Identity, AuthError> {
         if self.modes.token && bearer.starts_with(tokens::PREFIX) {
-            return tokens::verify(&self.db, bearer, self.clock.now()).await;
+            return self.tokens.verify(&self.db, bearer, self.clock.now()).await;
         }
         match &self.jwt {
             Some(verifier) => verifier.verify(bearer, self.clock.now()).await,

@@ -1,5 +1,7 @@
 //! API tokens for automation: `flow_` + 256 random bits, shown once at creation and stored only
 //! as a SHA-256 hash. A presented token is found by its hash and compared in constant time.
+//! A token that checked out is remembered for a short while ([`CheckedTokens`],
+//! `FLOW_TOKEN_CACHE_SECS`), so a busy client costs a map lookup per request, not a query.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -12,6 +14,7 @@ use sea_orm::{
 };
 use subtle::ConstantTimeEq;
 
+use super::cache::{self, Digest, Lru};
 use super::{AuthError, Identity, Role};
 use crate::audit::{self, Change};
 use crate::db::entities::api_tokens;
@@ -57,9 +60,19 @@ pub struct NewToken {
     pub expires_in: Option<Duration>,
 }
 
+/// Most API tokens remembered at once: deployments hold a few dozen.
+const CHECKED_TOKENS: usize = 1024;
+
 fn hash(secret: &str) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, secret.as_bytes());
-    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    hex(&cache::digest(secret))
+}
+
+fn hex(digest: &Digest) -> String {
+    use std::fmt::Write;
+    digest.iter().fold(String::with_capacity(64), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 fn from_row(row: api_tokens::Model) -> Result<ApiToken> {
@@ -245,6 +258,74 @@ pub async fn id_of(db: &impl ConnectionTrait, secret: &str) -> Result<Option<Tok
         .map(|row| row.id.into()))
 }
 
+/// API tokens that checked out lately, by the SHA-256 of the presented secret: each is taken
+/// from here for `ttl` after the database last said yes, then asked again. So a token revoked
+/// by another replica (or straight in the database) stops working within `ttl`; one revoked
+/// through this process at once ([`CheckedTokens::forget`]). Expiry is checked on every use.
+/// Only successful checks are remembered.
+#[derive(Debug)]
+pub struct CheckedTokens {
+    ttl: Duration,
+    checked: Lru<Checked>,
+}
+
+#[derive(Debug, Clone)]
+struct Checked {
+    id: uuid::Uuid,
+    identity: Identity,
+    expires_at: Option<DateTime<Utc>>,
+    at: DateTime<Utc>,
+}
+
+impl CheckedTokens {
+    /// Remembers tokens for `ttl` (zero: never, every request asks the database).
+    pub fn new(ttl: std::time::Duration) -> Self {
+        let ttl = Duration::from_std(ttl).unwrap_or(Duration::zero());
+        let size = if ttl.is_zero() { 0 } else { CHECKED_TOKENS };
+        Self {
+            ttl,
+            checked: Lru::new(size),
+        }
+    }
+
+    /// The identity behind a presented secret, from memory while fresh, else from the
+    /// database ([`verify`]).
+    pub async fn verify(
+        &self,
+        db: &impl ConnectionTrait,
+        secret: &str,
+        now: DateTime<Utc>,
+    ) -> std::result::Result<Identity, AuthError> {
+        let digest = cache::digest(secret);
+        if let Some(hit) = self.checked.get(&digest) {
+            // A clock moved backwards counts as stale too.
+            if now >= hit.at && now - hit.at < self.ttl {
+                if hit.expires_at.is_some_and(|at| at <= now) {
+                    self.checked.remove(&digest);
+                    return Err(AuthError::Expired);
+                }
+                return Ok(hit.identity);
+            }
+            self.checked.remove(&digest);
+        }
+        let (row, identity) = check(db, &hex(&digest), now).await?;
+        let checked = Checked {
+            id: row.id,
+            identity: identity.clone(),
+            expires_at: row.expires_at,
+            at: now,
+        };
+        self.checked.insert(digest, checked);
+        Ok(identity)
+    }
+
+    /// Drops what is remembered of a token (it was just revoked).
+    pub fn forget(&self, id: TokenId) {
+        let id = uuid::Uuid::from(id);
+        self.checked.retain(|c| c.id != id);
+    }
+}
+
 /// The identity behind a presented secret. Unknown, revoked and expired-but-wrong tokens all
 /// answer `Invalid`; only a genuine token past its expiry answers `Expired`.
 pub async fn verify(
@@ -252,9 +333,19 @@ pub async fn verify(
     secret: &str,
     now: DateTime<Utc>,
 ) -> std::result::Result<Identity, AuthError> {
-    let presented = hash(secret);
+    check(db, &hash(secret), now)
+        .await
+        .map(|(_, identity)| identity)
+}
+
+/// [`verify`] by the secret's hex SHA-256; the row too.
+async fn check(
+    db: &impl ConnectionTrait,
+    presented: &str,
+    now: DateTime<Utc>,
+) -> std::result::Result<(api_tokens::Model, Identity), AuthError> {
     let row = api_tokens::Entity::find()
-        .filter(api_tokens::Column::TokenHash.eq(presented.clone()))
+        .filter(api_tokens::Column::TokenHash.eq(presented))
         .one(db)
         .await
         .map_err(|e| {
@@ -289,7 +380,8 @@ pub async fn verify(
     if let Err(e) = touched {
         tracing::warn!(error = %e, token = %row.name, "recording last_used_at failed");
     }
-    Ok(Identity::new(format!("token:{}", row.name), vec![role]))
+    let identity = Identity::new(format!("token:{}", row.name), vec![role]);
+    Ok((row, identity))
 }
 
 #[cfg(test)]

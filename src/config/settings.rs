@@ -188,6 +188,7 @@ pub const SETTINGS: &[Setting] = &[
     flag("FLOW_LOOKUP_BATCHING", "database.lookup_batching", true),
     flag("FLOW_DEV_MODE", "server.dev_mode", false),
     list("FLOW_TRUSTED_PROXIES", "server.trusted_proxies"),
+    list("FLOW_BENCH_SKIP_MIDDLEWARE", "server.bench_skip_middleware"),
     int(
         "FLOW_MAX_EVENT_STREAMS",
         "server.max_event_streams",
@@ -347,7 +348,15 @@ pub const SETTINGS: &[Setting] = &[
     free("FLOW_JWT_AUDIENCE", "auth.jwt.audience", ""),
     free("FLOW_JWT_ROLES_CLAIM", "auth.jwt.roles_claim", "roles"),
     free("FLOW_JWT_ROLE_MAP", "auth.jwt.role_map", ""),
+    int(
+        "FLOW_JWT_CACHE_SIZE",
+        "auth.jwt.cache_size",
+        10_000,
+        0,
+        1_000_000,
+    ),
     int("FLOW_TOKEN_MAX_DAYS", "auth.token_max_days", 365, 1, 36_500),
+    int("FLOW_TOKEN_CACHE_SECS", "auth.token_cache_ttl", 10, 0, 300),
     int(
         "FLOW_SESSION_IDLE_MINUTES",
         "auth.session_idle_minutes",

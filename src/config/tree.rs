@@ -55,6 +55,9 @@ pub struct Server {
     pub header_read_timeout: Duration,
     /// Open connections allowed at once; further clients wait in the listen backlog.
     pub max_connections: usize,
+    /// For `scripts/bench` only: middleware left out of the stack to measure what it costs
+    /// (`metrics`, `trace`, `request_id`); empty in production.
+    pub bench_skip_middleware: Vec<String>,
 }
 
 /// Logging.
@@ -210,6 +213,11 @@ pub struct Auth {
     /// The longest lifetime an API token may be given, and the lifetime of one created
     /// without `expires`.
     pub token_max_days: u64,
+    /// How long a checked API token is taken from memory before the database is asked again
+    /// (seconds; 0: every request asks). A token revoked elsewhere (another replica, the
+    /// database) stops working within this long; revoked through this process, at once.
+    #[serde(with = "secs")]
+    pub token_cache_ttl: Duration,
     /// A console session unused this long ends (minutes).
     pub session_idle_minutes: u64,
     /// A console session ends this long after sign-in, however busy (hours).
@@ -234,6 +242,9 @@ pub struct Jwt {
     pub roles_claim: String,
     /// Claim value to Flow role, e.g. `dc-admins=admin,noc=operator`; empty = values are role names.
     pub role_map: String,
+    /// Verified tokens remembered (by SHA-256 of the token, until their `exp`, least recently
+    /// used evicted first); 0 verifies every request's signature.
+    pub cache_size: usize,
 }
 
 /// The `/metrics` endpoint.

@@ -169,6 +169,16 @@ impl Config {
         if let Err(e) = crate::config::parse_networks(&self.server.trusted_proxies) {
             return Err(ConfigError(format!("FLOW_TRUSTED_PROXIES: {e}")));
         }
+        if let Some(bad) = self
+            .server
+            .bench_skip_middleware
+            .iter()
+            .find(|m| !matches!(m.as_str(), "metrics" | "trace" | "request_id"))
+        {
+            return Err(ConfigError(format!(
+                "FLOW_BENCH_SKIP_MIDDLEWARE: {bad:?} is none of metrics, trace, request_id"
+            )));
+        }
         if let Err(e) =
             crate::domain::ManagementNetworks::parse(&self.components.bmc_allowed_networks)
         {

@@ -9,6 +9,7 @@
 //! that `scripts/bench` can measure what it brings; each shared statement records how many
 //! lookups it carried in the `flow_lookup_batch_size` histogram.
 
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use sea_orm::{DatabaseConnection, DbBackend, QueryResult};
@@ -172,11 +173,40 @@ async fn answer(db: &DatabaseConnection, batch: Vec<Pending>) {
             return;
         }
     };
-    for pending in batch {
-        // The same serial may be asked twice in one batch: each asker gets its copy.
-        let component = found
-            .get(&(pending.manufacturer_key, pending.serial))
-            .cloned();
+    hand_out(batch, found);
+}
+
+/// Gives each waiter its component: moved out to the last (usually only) one who asked for it,
+/// copied for the others (the same serial may be asked twice in one batch).
+fn hand_out(batch: Vec<Pending>, found: Vec<(String, Component)>) {
+    let index: HashMap<(&str, &str), usize> = found
+        .iter()
+        .enumerate()
+        .map(|(i, (key, c))| ((key.as_str(), c.serial_number.as_str()), i))
+        .collect();
+    let wanted: Vec<Option<usize>> = batch
+        .iter()
+        .map(|p| {
+            index
+                .get(&(p.manufacturer_key.as_str(), p.serial.as_str()))
+                .copied()
+        })
+        .collect();
+    drop(index);
+    let mut askers = vec![0usize; found.len()];
+    for i in wanted.iter().flatten() {
+        askers[*i] += 1;
+    }
+    let mut found: Vec<Option<Component>> = found.into_iter().map(|(_, c)| Some(c)).collect();
+    for (pending, wanted) in batch.into_iter().zip(wanted) {
+        let component = wanted.and_then(|i| {
+            askers[i] -= 1;
+            if askers[i] == 0 {
+                found[i].take()
+            } else {
+                found[i].clone()
+            }
+        });
         let _ = pending.reply.send(Ok(component));
     }
 }

@@ -115,17 +115,19 @@ pub(crate) async fn lookup_pooled(
     assemble(&rows.iter().collect::<Vec<_>>())
 }
 
-/// The components of a [`COMPONENTS_BY_SERIALS`] answer, by (manufacturer key, serial number).
-pub(crate) fn assemble_many(rows: &[QueryResult]) -> Result<HashMap<(String, String), Component>> {
-    let mut grouped: HashMap<(String, String), Vec<&QueryResult>> = HashMap::new();
+/// The components of a [`COMPONENTS_BY_SERIALS`] answer, each with its manufacturer key.
+/// Rows are grouped by component id (a copied `Uuid`, not the two key strings of every row).
+pub(crate) fn assemble_many(rows: &[QueryResult]) -> Result<Vec<(String, Component)>> {
+    let mut grouped: HashMap<Uuid, Vec<&QueryResult>> = HashMap::new();
     for row in rows {
-        let key = (row.try_get_by_index(5)?, row.try_get_by_index(7)?);
-        grouped.entry(key).or_default().push(row);
+        let id: Uuid = row.try_get_by_index(0)?;
+        grouped.entry(id).or_default().push(row);
     }
-    let mut out = HashMap::with_capacity(grouped.len());
-    for (key, rows) in grouped {
+    let mut out = Vec::with_capacity(grouped.len());
+    for rows in grouped.into_values() {
+        let key: String = rows[0].try_get_by_index(5)?;
         if let Some(component) = assemble(&rows)? {
-            out.insert(key, component);
+            out.push((key, component));
         }
     }
     Ok(out)

@@ -3,6 +3,7 @@
 
 mod actors;
 mod audit;
+mod caching;
 mod cli;
 mod credentials;
 mod hardening;
@@ -178,6 +179,11 @@ impl Jwks {
     /// Publishes a JWK as given (a test may strip its `kid`).
     pub fn publish_jwk(&self, jwk: Value) {
         self.keys.lock().unwrap().push(jwk);
+    }
+
+    /// Stops publishing the key with this id (the IdP rotated it away).
+    pub fn unpublish(&self, kid: &str) {
+        self.keys.lock().unwrap().retain(|k| k["kid"] != kid);
     }
 
     pub fn fetches(&self) -> usize {
