@@ -439,7 +439,7 @@ async fn an_external_id_another_component_holds_is_a_409_naming_both_and_the_res
         }
         other => panic!("{other:?}"),
     }
-    let r = h.app.get("/v1/drift?kind=rejected").await;
+    let r = h.app.get("/v1/drift?kind=rejected&count=exact").await;
     assert_eq!(r.body["total"], 1, "{}", r.text);
     let d = &r.body["items"][0];
     assert_eq!(d["component_id"], pwr0.as_str());
@@ -453,7 +453,7 @@ async fn an_external_id_another_component_holds_is_a_409_naming_both_and_the_res
         !lower.contains("unique") && !lower.contains("duplicate key"),
         "{message}"
     );
-    assert_eq!(h.app.get("/v1/drift").await.body["total"], 4);
+    assert_eq!(h.app.get("/v1/drift?count=exact").await.body["total"], 4);
 
     // The holder keeps the id; the clashing shelf's other values, and every other row, are
     // recorded.
@@ -792,7 +792,7 @@ async fn a_domain_whose_racks_run_different_firmware_is_domain_mixed_in_validati
         )
         .await;
     assert_eq!(r.body["summary"]["domain_mixed"], 1, "{}", r.text);
-    let recorded = h.app.get("/v1/drift?kind=domain_mixed").await;
+    let recorded = h.app.get("/v1/drift?kind=domain_mixed&count=exact").await;
     assert_eq!(recorded.status, 200, "{}", recorded.text);
     assert_eq!(recorded.body["total"], 1, "{}", recorded.text);
     let record = &recorded.body["items"][0];
@@ -810,7 +810,7 @@ async fn a_domain_whose_racks_run_different_firmware_is_domain_mixed_in_validati
     let r = h.app.delete("/v1/nvl-domains/nvl-a/racks/rack-0001").await;
     assert_eq!(r.status, 204, "{}", r.text);
     sync.run_once("a").await.unwrap();
-    let after = h.app.get("/v1/drift?kind=domain_mixed").await;
+    let after = h.app.get("/v1/drift?kind=domain_mixed&count=exact").await;
     assert_eq!(after.body["total"], 0, "{}", after.text);
     let domain = h.app.get("/v1/nvl-domains/nvl-a").await;
     assert_eq!(domain.body["domain_mixed"], json!([]));

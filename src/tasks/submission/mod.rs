@@ -127,10 +127,21 @@ impl TaskService {
                 Err(rejection) => submission.rejected.push(rejection),
             }
         }
+        self.start_created(&mut submission, &created).await?;
+        if submission.task_ids.is_empty() {
+            return Err(refusal::refusal(&submission.rejected));
+        }
+        domain_split::audit_override(&self.db, request_id, &split, self.clock.now()).await?;
+        Ok(submission)
+    }
+
+    /// Starts the runs of the tasks just created that start now; a run the engine could not
+    /// take is withdrawn, one it refused fails its task.
+    async fn start_created(&self, submission: &mut Submission, created: &[Created]) -> Result<()> {
         // Racks are independent: start their runs side by side, so a request for a hundred
         // racks does not wait for a hundred sequential workflow starts.
         let mut starts = Vec::new();
-        for new in &created {
+        for new in created {
             if let Some(plan) = &new.plan {
                 let task = &new.task;
                 starts.push(async move { (task, self.start_run(task, plan).await) });
@@ -149,14 +160,9 @@ impl TaskService {
             }
         }
         if !unreachable.is_empty() {
-            self.withdraw(&mut submission, &created, &unreachable)
-                .await?;
+            self.withdraw(submission, created, &unreachable).await?;
         }
-        if submission.task_ids.is_empty() {
-            return Err(refusal::refusal(&submission.rejected));
-        }
-        domain_split::audit_override(&self.db, request_id, &split, self.clock.now()).await?;
-        Ok(submission)
+        Ok(())
     }
 
     /// Decides one rack under its lock and, unless refused, creates its task in the same

@@ -327,10 +327,15 @@ async fn observed_firmware_comes_from_the_firmware_inventory_and_a_version_nothi
     // The inventory names a catalog version whose expect member runs something else.
     let dir = crate::support::redfish::TempDir::new();
     let mut setup = Setup::http(port);
+    // The catalog's bundle must exist: start-up reads it (and checks a sha256 where given).
+    let bundle = dir.write("bmc.fwpkg", "bundle");
     setup.catalog_file = Some(dir.write(
         "catalog.toml",
-        "[[firmware]]\ntype = \"compute\"\nversion = \"25.06-2\"\nfile = \"/fw/x\"\n\
-         [firmware.expect]\nFW_BMC_0 = \"25.06-2\"\n",
+        &format!(
+            "[[firmware]]\ntype = \"compute\"\nversion = \"25.06-2\"\nfile = {:?}\n\
+             [firmware.expect]\nFW_BMC_0 = \"25.06-2\"\n",
+            bundle.display().to_string()
+        ),
     ));
     let seen = observe(setup, Some("25.06-2")).await;
     assert_eq!(
