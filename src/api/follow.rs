@@ -4,6 +4,8 @@
 //! resource ends or the process starts shutting down (so no stream holds up a shutdown).
 
 use axum::http::StatusCode;
+use std::future::Future;
+
 use futures::Stream;
 
 use super::problem::Problem;
@@ -34,21 +36,22 @@ pub(crate) fn open(
     })
 }
 
-/// One item of a task's change stream.
-pub(crate) enum TaskChange {
-    /// The task as it is now.
-    Task(Box<TaskDoc>),
-    /// The process is shutting down: the stream ends here, before the task does.
+/// One item of a change stream.
+pub(crate) enum Change<D> {
+    /// The resource as it is now.
+    Now(Box<D>),
+    /// The process is shutting down: the stream ends here, before the resource does.
     ShuttingDown,
 }
 
-/// One item of a rollout's change stream.
-pub(crate) enum RolloutChange {
-    /// The rollout (with its tasks' statuses) as it is now.
-    Rollout(Box<RolloutDoc>),
-    /// The process is shutting down: the stream ends here, before the rollout does.
-    ShuttingDown,
-}
+/// One item of a task's change stream.
+pub(crate) type TaskChange = Change<TaskDoc>;
+
+/// One item of a rollout's change stream: the rollout with its tasks' statuses.
+pub(crate) type RolloutChange = Change<RolloutDoc>;
+
+/// What one look found: the resource, and the keys to follow from now on (`None`: the same).
+type Look<D> = (D, Option<Vec<Key>>);
 
 /// Where a stream is: its slot, what it showed last, whether it is over.
 struct Cursor {
@@ -91,6 +94,48 @@ impl Cursor {
     }
 }
 
+/// The resource `load` finds now and after every change, ending after `ended` says it has
+/// ended, after the first error, or when the process starts shutting down.
+fn changes<D, L, F>(
+    state: AppState,
+    follow: Follow,
+    load: L,
+    ended: fn(&D) -> bool,
+) -> impl Stream<Item = Result<Change<D>>>
+where
+    D: serde::Serialize,
+    L: Fn(AppState) -> F,
+    F: Future<Output = Result<Look<D>>>,
+{
+    let start = (Cursor::new(state, follow), load);
+    futures::stream::unfold(start, move |(mut c, load)| async move {
+        if c.done {
+            return None;
+        }
+        loop {
+            if !c.look_again().await {
+                c.done = true;
+                return Some((Ok(Change::ShuttingDown), (c, load)));
+            }
+            match load(c.state.clone()).await {
+                Ok((doc, keys)) => {
+                    if let Some(keys) = keys {
+                        c.follow.watch(&keys);
+                    }
+                    if c.is_new(&doc) {
+                        c.done = ended(&doc);
+                        return Some((Ok(Change::Now(Box::new(doc))), (c, load)));
+                    }
+                }
+                Err(e) => {
+                    c.done = true;
+                    return Some((Err(e), (c, load)));
+                }
+            }
+        }
+    })
+}
+
 /// The task now and after every change, ending after the task ends, after the first error,
 /// or when the process starts shutting down.
 pub(crate) fn task_changes(
@@ -98,28 +143,11 @@ pub(crate) fn task_changes(
     id: uuid::Uuid,
     follow: Follow,
 ) -> impl Stream<Item = Result<TaskChange>> {
-    futures::stream::unfold(Cursor::new(state, follow), move |mut c| async move {
-        if c.done {
-            return None;
-        }
-        loop {
-            if !c.look_again().await {
-                c.done = true;
-                return Some((Ok(TaskChange::ShuttingDown), c));
-            }
-            match load_task(&c.state, id).await {
-                Ok(doc) if c.is_new(&doc) => {
-                    c.done = has_ended(&doc);
-                    return Some((Ok(TaskChange::Task(Box::new(doc))), c));
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    c.done = true;
-                    return Some((Err(e), c));
-                }
-            }
-        }
-    })
+    let load = move |state: AppState| async move {
+        let doc = load_task(&state, id).await?;
+        Result::Ok((doc, None))
+    };
+    changes(state, follow, load, has_ended)
 }
 
 /// The rollout now and after every change of it or one of its tasks, ending as
@@ -129,33 +157,14 @@ pub(crate) fn rollout_changes(
     id: uuid::Uuid,
     follow: Follow,
 ) -> impl Stream<Item = Result<RolloutChange>> {
-    futures::stream::unfold(Cursor::new(state, follow), move |mut c| async move {
-        if c.done {
-            return None;
-        }
-        loop {
-            if !c.look_again().await {
-                c.done = true;
-                return Some((Ok(RolloutChange::ShuttingDown), c));
-            }
-            match load_rollout(&c.state, id).await {
-                Ok((doc, tasks)) => {
-                    // Its tasks appear wave by wave: follow each from when it exists.
-                    let mut keys = vec![Key::Rollout(id)];
-                    keys.extend(tasks.into_iter().map(Key::Task));
-                    c.follow.watch(&keys);
-                    if c.is_new(&doc) {
-                        c.done = doc.ended();
-                        return Some((Ok(RolloutChange::Rollout(Box::new(doc))), c));
-                    }
-                }
-                Err(e) => {
-                    c.done = true;
-                    return Some((Err(e), c));
-                }
-            }
-        }
-    })
+    let load = move |state: AppState| async move {
+        let (doc, tasks) = load_rollout(&state, id).await?;
+        // Its tasks appear wave by wave: follow each from when it exists.
+        let mut keys = vec![Key::Rollout(id)];
+        keys.extend(tasks.into_iter().map(Key::Task));
+        Result::Ok((doc, Some(keys)))
+    };
+    changes(state, follow, load, RolloutDoc::ended)
 }
 
 /// The rollout with its tasks' live statuses, and those tasks' ids.

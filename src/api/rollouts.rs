@@ -287,7 +287,7 @@ pub async fn rollout_events(
     let follow = follow::open(&state, identity.as_deref(), &[Key::Rollout(id)])?;
     let stream = follow::rollout_changes(state, id, follow).map(|change| {
         Ok(match change {
-            Ok(RolloutChange::Rollout(doc)) => Event::default()
+            Ok(RolloutChange::Now(doc)) => Event::default()
                 .event("rollout")
                 .data(serde_json::to_string(&doc).unwrap_or_default()),
             Ok(RolloutChange::ShuttingDown) => Event::default()

@@ -273,7 +273,7 @@ pub async fn task_events(
     let follow = follow::open(&state, identity.as_deref(), &[Key::Task(id)])?;
     let stream = follow::task_changes(state, id, follow).map(|change| {
         Ok(match change {
-            Ok(follow::TaskChange::Task(doc)) => Event::default()
+            Ok(follow::TaskChange::Now(doc)) => Event::default()
                 .event("task")
                 .data(serde_json::to_string(&doc).unwrap_or_default()),
             Ok(follow::TaskChange::ShuttingDown) => Event::default()

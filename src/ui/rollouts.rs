@@ -273,7 +273,7 @@ pub async fn live(
     let follow = follow::open(&state, Some(&viewer.identity), &[Key::Rollout(id)])?;
     let stream = follow::rollout_changes(state, id, follow).map(move |change| {
         let events = match change {
-            Ok(RolloutChange::Rollout(doc)) => {
+            Ok(RolloutChange::Now(doc)) => {
                 let mut events = vec![
                     Event::default()
                         .event("rollout")

@@ -175,11 +175,11 @@ pub async fn live(
     let stream = follow::task_changes(state, id, follow).flat_map(move |change| {
         let body = |doc: &TaskDoc| task_body(doc, cancel.as_ref()).into_string();
         let events = match change {
-            Ok(TaskChange::Task(doc)) if has_ended(&doc) => vec![
+            Ok(TaskChange::Now(doc)) if has_ended(&doc) => vec![
                 Event::default().event("task").data(body(&doc)),
                 Event::default().event("done").data("ended"),
             ],
-            Ok(TaskChange::Task(doc)) => vec![Event::default().event("task").data(body(&doc))],
+            Ok(TaskChange::Now(doc)) => vec![Event::default().event("task").data(body(&doc))],
             // The page keeps what it shows and stops listening; a reload follows the task again.
             Ok(TaskChange::ShuttingDown) => vec![Event::default().event("done").data("shutdown")],
             Err(e) => vec![

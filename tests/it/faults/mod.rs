@@ -9,6 +9,7 @@ mod input;
 mod queue;
 mod race;
 mod replicas;
+mod replicas_queue;
 mod shutdown;
 pub(crate) mod support;
 mod temporal;

@@ -27,7 +27,7 @@ const SCHEDULED: u32 = 6;
 const EVERY_SECS: u64 = 2;
 
 /// The test's PostgreSQL schema, as a URL another process opens.
-async fn shared_url(db: &TestDb) -> String {
+pub(super) async fn shared_url(db: &TestDb) -> String {
     let row = db
         .db
         .query_one_raw(Statement::from_string(
@@ -109,7 +109,7 @@ async fn keep_asking(http: Http, stop: Arc<AtomicBool>) -> (Duration, Vec<String
     (worst, failed)
 }
 
-async fn tasks_of(http: &Http, rack: u32) -> Vec<Value> {
+pub(super) async fn tasks_of(http: &Http, rack: u32) -> Vec<Value> {
     let racks = http
         .call("GET", &format!("/v1/racks?name=rack-{rack:04}"), None)
         .await;
