@@ -4,7 +4,7 @@
 //! A verified token is remembered by the SHA-256 of the whole token until its `exp`, so that a
 //! client sending the same token again costs a hash and a map lookup instead of a signature
 //! check: bounded (`FLOW_JWT_CACHE_SIZE`, least recently used evicted), and an entry whose key
-//! left the JWKS is dropped (see [`JwtVerifier::cached`]).
+//! left the JWKS is dropped (see `JwtVerifier::cached`).
 
 use std::collections::HashMap;
 

@@ -66,7 +66,7 @@ fn units(racks: Vec<RackInfo>, split_domains: bool) -> Vec<Vec<RackInfo>> {
 }
 
 /// The waves, in run order: a canary wave of `strategy.canary` racks (when above zero), then
-/// batches. A wave takes units (see [`units`]) in order, passing over one that does not fit or
+/// batches. A wave takes units (see `units`) in order, passing over one that does not fit or
 /// one of whose groups it already holds; the passed-over unit goes into a later wave. An empty
 /// wave takes the next unit whatever its size, so a domain larger than a wave stays whole.
 pub fn plan(mut racks: Vec<RackInfo>, strategy: &Strategy) -> Vec<Vec<RackInfo>> {

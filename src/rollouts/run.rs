@@ -215,7 +215,7 @@ impl RolloutService {
     }
 
     /// [`advance`](Self::advance), then, unless the wave is done, a long poll: reads the
-    /// wave's counts every [`WAIT_EVERY`] until they change (a task ended) or `wait` passed. A
+    /// wave's counts every `WAIT_EVERY` until they change (a task ended) or `wait` passed. A
     /// wave is so followed by one activity per change, answered within ~0.1 s of it, instead of
     /// a workflow timer and an activity per poll. Only the first step submits, so a pause that
     /// arrives meanwhile starts no rack: the workflow's next step carries it.
