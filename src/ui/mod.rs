@@ -14,6 +14,7 @@ pub mod components;
 pub mod csrf;
 pub mod domains;
 pub mod elevation;
+pub mod holds;
 pub mod login;
 pub mod page;
 pub mod racks;

@@ -22,6 +22,7 @@ on_both_backends!(
     forms_need_the_session_csrf_token,
     a_preview_shows_the_plan_without_creating_a_task,
     schedules_are_paused_and_resumed_from_their_page,
+    the_rack_and_component_pages_show_the_holds_that_count,
 );
 
 fn assert_html(r: &TestResponse, status: u16) {
@@ -337,4 +338,43 @@ async fn schedules_are_paused_and_resumed_from_their_page(app: TestApp) {
         app.get(&format!("/v1/task-schedules/{id}")).await.body["enabled"],
         true
     );
+}
+
+async fn the_rack_and_component_pages_show_the_holds_that_count(app: TestApp) {
+    let rack = app.create_rack(&gb200_rack(1, 1)).await;
+    let id = rack["id"].as_str().unwrap();
+    let tray = rack["components"][0]["id"].as_str().unwrap();
+    let other = rack["components"][1]["id"].as_str().unwrap();
+    let page = app.get(&format!("/ui/racks/{id}")).await;
+    assert_html(&page, 200);
+    assert!(!page.text.contains("data-hold="), "{}", page.text);
+    let hold = app
+        .post(
+            "/v1/holds",
+            &serde_json::json!({"target": {"component": {"id": tray}}, "owner": "slurm", "reason": "job <4711>"}),
+        )
+        .await;
+    assert_eq!(hold.status, 201, "{}", hold.text);
+    let hold_id = hold.body["id"].as_str().unwrap();
+    let marker = format!("data-hold=\"{hold_id}\"");
+    // The rack shows its component's hold; the held component too; a sibling does not.
+    let page = app.get(&format!("/ui/racks/{id}")).await;
+    assert!(page.text.contains(&marker), "{}", page.text);
+    assert!(
+        page.text.contains("slurm: job &lt;4711&gt;"),
+        "{}",
+        page.text
+    );
+    let held = app.get(&format!("/ui/components/{tray}")).await;
+    assert_html(&held, 200);
+    assert!(held.text.contains(&marker), "{}", held.text);
+    let sibling = app.get(&format!("/ui/components/{other}")).await;
+    assert!(!sibling.text.contains("data-hold="), "{}", sibling.text);
+    // Once deleted, the badge is gone.
+    assert_eq!(
+        app.delete(&format!("/v1/holds/{hold_id}")).await.status,
+        204
+    );
+    let page = app.get(&format!("/ui/racks/{id}")).await;
+    assert!(!page.text.contains("data-hold="), "{}", page.text);
 }
