@@ -66,6 +66,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/ui/schedules/{id}/{action}", post(views::schedule_action))
         .route("/ui/rules", get(views::rules))
         .route("/ui/rules/{id}", get(views::rule))
+        .route("/ui/holds", get(holds::list))
+        .route("/ui/holds/{id}/release", post(holds::release))
         .route("/ui/rollouts", get(rollouts::list))
         .route("/ui/rollouts/{id}", get(rollouts::show))
         .route("/ui/rollouts/{id}/live", get(rollouts::live))

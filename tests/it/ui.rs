@@ -23,6 +23,7 @@ on_both_backends!(
     a_preview_shows_the_plan_without_creating_a_task,
     schedules_are_paused_and_resumed_from_their_page,
     the_rack_and_component_pages_show_the_holds_that_count,
+    holds_are_listed_and_released_with_the_csrf_token,
 );
 
 fn assert_html(r: &TestResponse, status: u16) {
@@ -377,4 +378,39 @@ async fn the_rack_and_component_pages_show_the_holds_that_count(app: TestApp) {
     );
     let page = app.get(&format!("/ui/racks/{id}")).await;
     assert!(!page.text.contains("data-hold="), "{}", page.text);
+}
+
+async fn holds_are_listed_and_released_with_the_csrf_token(app: TestApp) {
+    app.create_rack(&gb200_rack(1, 1)).await;
+    let page = app.get("/ui/holds").await;
+    assert_html(&page, 200);
+    assert!(page.text.contains("No holds."), "{}", page.text);
+    let hold = app
+        .post(
+            "/v1/holds",
+            &serde_json::json!({"target": {"rack": {"name": "rack-0001"}}, "owner": "slurm <s>", "reason": "job 1"}),
+        )
+        .await;
+    assert_eq!(hold.status, 201, "{}", hold.text);
+    let id = hold.body["id"].as_str().unwrap();
+    let page = app.get("/ui/holds?owner=slurm%20%3Cs%3E").await;
+    assert_html(&page, 200);
+    assert!(page.text.contains("slurm &lt;s&gt;"), "{}", page.text);
+    let action = format!("/ui/holds/{id}/release");
+    assert!(page.text.contains(&action), "{}", page.text);
+    let other = app.get("/ui/holds?owner=k8s").await;
+    assert!(!other.text.contains(&action), "{}", other.text);
+    let (cookie, token) = cookie_of(&page);
+    // Without the form token nothing is released.
+    assert_html(&post_form(&app, &action, Some(&cookie), "").await, 403);
+    assert_eq!(app.get(&format!("/v1/holds/{id}")).await.status, 200);
+    let r = post_form(&app, &action, Some(&cookie), &format!("csrf={token}")).await;
+    assert!(r.status.is_redirection(), "{}", r.text);
+    assert_eq!(r.header("location"), Some("/ui/holds"));
+    assert_eq!(app.get(&format!("/v1/holds/{id}")).await.status, 404);
+    // Releasing it again is the API's 404, as a page.
+    assert_html(
+        &post_form(&app, &action, Some(&cookie), &format!("csrf={token}")).await,
+        404,
+    );
 }
