@@ -24,6 +24,7 @@ on_both_backends!(
     schedules_are_paused_and_resumed_from_their_page,
     the_rack_and_component_pages_show_the_holds_that_count,
     holds_are_listed_and_released_with_the_csrf_token,
+    an_admin_overrides_the_readiness_check_only_through_the_confirmation,
 );
 
 fn assert_html(r: &TestResponse, status: u16) {
@@ -412,5 +413,51 @@ async fn holds_are_listed_and_released_with_the_csrf_token(app: TestApp) {
     assert_html(
         &post_form(&app, &action, Some(&cookie), &format!("csrf={token}")).await,
         404,
+    );
+}
+
+async fn an_admin_overrides_the_readiness_check_only_through_the_confirmation(app: TestApp) {
+    let rack = app.create_rack(&gb200_rack(1, 1)).await;
+    let id = rack["id"].as_str().unwrap();
+    let hold =
+        serde_json::json!({"target": {"rack": {"id": id}}, "owner": "slurm", "reason": "job 1"});
+    assert_eq!(app.post("/v1/holds", &hold).await.status, 201);
+    // Without auth the viewer is an admin: the form offers the override.
+    let page = app.get(&format!("/ui/run?rack={id}")).await;
+    assert!(
+        page.text.contains("name=\"override_readiness_check\""),
+        "{}",
+        page.text
+    );
+    let (cookie, token) = cookie_of(&page);
+    let base =
+        format!("rack={id}&operation=power_on&description=&conflict_strategy=reject&csrf={token}");
+    // Not overridden: the preview says nothing of it and the confirmation is the hold's 409.
+    let plain = post_form(&app, "/ui/run/preview", Some(&cookie), &base).await;
+    assert_html(&plain, 200);
+    assert!(!plain.text.contains("readiness_override"), "{}", plain.text);
+    assert_html(&post_form(&app, "/ui/run", Some(&cookie), &base).await, 409);
+    // Overridden: the preview warns and carries it to the confirmation, which passes the check.
+    let over = format!("{base}&override_readiness_check=true");
+    let preview = post_form(&app, "/ui/run/preview", Some(&cookie), &over).await;
+    assert_html(&preview, 200);
+    assert!(
+        preview.text.contains("data-code=\"readiness_override\""),
+        "{}",
+        preview.text
+    );
+    assert!(
+        preview
+            .text
+            .contains("name=\"override_readiness_check\" value=\"true\""),
+        "{}",
+        preview.text
+    );
+    let confirmed = post_form(&app, "/ui/run", Some(&cookie), &over).await;
+    assert!(
+        ![400, 403, 409].contains(&confirmed.status.as_u16()),
+        "{} {}",
+        confirmed.status,
+        confirmed.text
     );
 }
