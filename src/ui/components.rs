@@ -42,7 +42,6 @@ pub async fn show(
     let domains: Vec<_> = rack
         .as_ref()
         .and_then(|r| r.nvl_domain_id)
-        .map(Into::into)
         .into_iter()
         .collect();
     let held = super::holds::active(&state, &racks, &[id.into()], &domains).await?;
