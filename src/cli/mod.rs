@@ -3,6 +3,7 @@
 pub mod client;
 pub mod components;
 pub mod follow;
+pub mod holds;
 pub mod input;
 pub mod list;
 pub mod nvl;
@@ -60,6 +61,11 @@ pub enum ClientCommand {
     NvlDomain {
         #[command(subcommand)]
         command: nvl::NvlCommand,
+    },
+    /// Holds on racks, components and NVLink domains: create, list, delete.
+    Hold {
+        #[command(subcommand)]
+        command: holds::HoldCommand,
     },
     /// Power operations on racks.
     Power {
@@ -140,6 +146,7 @@ async fn dispatch(
         ClientCommand::Rack { command } => racks::run(client, format, command).await,
         ClientCommand::Component { command } => components::run(client, format, command).await,
         ClientCommand::NvlDomain { command } => nvl::run(client, format, command).await,
+        ClientCommand::Hold { command } => holds::run(client, format, command).await,
         ClientCommand::Power { command } => operations::power(client, format, command).await,
         ClientCommand::Firmware { command } => operations::firmware(client, format, command).await,
         ClientCommand::Task { command } => tasks::run(client, format, command).await,

@@ -38,6 +38,13 @@ pub async fn show(
         .as_ref()
         .map(code)
         .unwrap_or_else(|| "unknown".into());
+    let racks: Vec<_> = c.rack_id.map(Into::into).into_iter().collect();
+    let domains: Vec<_> = rack
+        .as_ref()
+        .and_then(|r| r.nvl_domain_id)
+        .into_iter()
+        .collect();
+    let held = super::holds::active(&state, &racks, &[id.into()], &domains).await?;
     let body = html! {
         h1 { "Component " (c.name) }
         div.card { dl.facts {
@@ -54,6 +61,7 @@ pub async fn show(
                     " " span.badge.b-warn data-maintenance="true" { "in maintenance" } " "
                     a href=(format!("/ui/tasks/{task}")) { "task" }
                 } }
+            dt { "Holds" } dd { (super::holds::badges(&held)) }
             dt { "Last seen" } dd { (time(c.last_seen_at)) }
             dt { "BMCs" } dd.mono { @for b in &c.bmcs {
                 (code(&b.kind)) " " (b.mac_address) " " (b.ip_address.as_deref().unwrap_or("")) br;

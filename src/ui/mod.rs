@@ -14,6 +14,7 @@ pub mod components;
 pub mod csrf;
 pub mod domains;
 pub mod elevation;
+pub mod holds;
 pub mod login;
 pub mod page;
 pub mod racks;
@@ -65,6 +66,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/ui/schedules/{id}/{action}", post(views::schedule_action))
         .route("/ui/rules", get(views::rules))
         .route("/ui/rules/{id}", get(views::rule))
+        .route("/ui/holds", get(holds::list))
+        .route("/ui/holds/{id}/release", post(holds::release))
         .route("/ui/rollouts", get(rollouts::list))
         .route("/ui/rollouts/{id}", get(rollouts::show))
         .route("/ui/rollouts/{id}/live", get(rollouts::live))

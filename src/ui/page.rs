@@ -21,6 +21,7 @@ pub const NAV: &[(&str, &str)] = &[
     ("/ui/schedules", "Schedules"),
     ("/ui/rules", "Rules"),
     ("/ui/rollouts", "Rollouts"),
+    ("/ui/holds", "Holds"),
 ];
 
 /// Who is signed in, and the sign-out control (a form: signing out changes state).

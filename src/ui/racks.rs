@@ -210,6 +210,9 @@ pub async fn show(
         Some(d) => Some(crate::inventory::nvl::get(state.db(), &d.to_string()).await?),
         None => None,
     };
+    let component_ids: Vec<_> = components.iter().map(|c| c.id.into()).collect();
+    let domains: Vec<_> = rack.nvl_domain_id.map(Into::into).into_iter().collect();
+    let held = super::holds::active(&state, &[id.into()], &component_ids, &domains).await?;
     let body = html! {
         h1 { "Rack " (rack.name) }
         div.card {
@@ -223,6 +226,7 @@ pub async fn show(
                         " " span.badge.b-warn data-maintenance="true" { "in maintenance" } " "
                         a href=(format!("/ui/tasks/{task}")) { "task" }
                     } }
+                dt { "Holds" } dd { (super::holds::badges(&held)) }
                 dt { "NVLink domain" } dd { @if let Some(d) = &domain {
                     a href=(format!("/ui/nvl-domains/{}", d.id)) { (d.name) } } @else { "—" } }
                 dt { "Revision" } dd { (rack.revision) }

@@ -19,6 +19,7 @@ use crate::api::schema::operation::{
 };
 use crate::api::schema::rule::RackPlanDoc;
 use crate::app::AppState;
+use crate::auth::Role;
 use crate::domain::code::OperationCode;
 use crate::domain::operation::{Operation, OperationSpec};
 use crate::error::{Error, Violations};
@@ -48,6 +49,8 @@ struct RunForm {
     operation: String,
     description: String,
     queue: bool,
+    /// `override_readiness_check`: admins only, and only after the confirmation shows it.
+    override_readiness: bool,
     key: String,
 }
 
@@ -69,6 +72,7 @@ fn parse(bytes: &[u8]) -> Result<RunForm, Problem> {
             "description" => form.description = val,
             "conflict_strategy" => form.queue = val == "queue",
             "key" => form.key = val,
+            "override_readiness_check" => form.override_readiness = val == "true",
             _ => {}
         }
     }
@@ -137,7 +141,7 @@ fn spec(form: &RunForm) -> Result<OperationSpec, Error> {
         }),
         queue_timeout_seconds: None,
         rule_id: None,
-        override_readiness_check: false,
+        override_readiness_check: form.override_readiness,
     };
     build_spec(operation, common, Violations::default())
 }
@@ -151,6 +155,7 @@ fn fields(form: &RunForm, csrf: &CsrfToken, with_choices: bool) -> Markup {
             input type="hidden" name="operation" value=(form.operation);
             input type="hidden" name="description" value=(form.description);
             input type="hidden" name="conflict_strategy" value=(if form.queue { "queue" } else { "reject" });
+            @if form.override_readiness { input type="hidden" name="override_readiness_check" value="true"; }
         }
     }
 }
@@ -197,6 +202,10 @@ pub async fn form(
                 option value="reject" { "refuse that rack" }
                 option value="queue" { "queue behind its task" }
             } }
+            @if is_admin(&viewer) {
+                label { input type="checkbox" name="override_readiness_check" value="true";
+                    " Override the readiness check (run although targets are held or not ready; audited)" }
+            }
             div.actions { button type="submit" { "Preview the plan" } }
         }
     };
@@ -255,6 +264,7 @@ pub async fn preview(
 ) -> UiResult {
     viewer.require(Action::RunOperation)?;
     let mut form = parse(&body)?;
+    require_admin_for_override(&viewer, &form)?;
     let spec = spec(&form)?;
     let plans: Vec<RackPlanDoc> = state
         .tasks()
@@ -281,6 +291,12 @@ pub async fn preview(
                 " whose waves stay within " (cap) "."
             }
         }
+        @if form.override_readiness {
+            div.error role="alert" data-code="readiness_override" {
+                strong { "The readiness check is overridden: " }
+                "this runs although its targets are held or not ready; the audit log records every hold and alert overridden."
+            }
+        }
         @for p in &plans { (plan_card(p)) }
         form method="post" action="/ui/run" {
             (fields(&form, &csrf, false))
@@ -303,6 +319,7 @@ pub async fn preview(
 pub async fn confirm(State(state): State<AppState>, viewer: Viewer, body: Bytes) -> UiResult {
     viewer.require(Action::RunOperation)?;
     let form = parse(&body)?;
+    require_admin_for_override(&viewer, &form)?;
     let spec = spec(&form)?;
     let key = (!form.key.is_empty()).then_some(form.key.as_str());
     let done = SubmissionDoc::from(state.tasks().submit(&spec, key).await?);
@@ -329,4 +346,24 @@ pub async fn confirm(State(state): State<AppState>, viewer: Viewer, body: Bytes)
         page::layout("Submitted", "/ui/tasks", Some(&viewer), body),
     )
         .into_response())
+}
+
+fn is_admin(viewer: &Viewer) -> bool {
+    viewer.identity.role_for(Role::Admin).is_some()
+}
+
+/// The API's rule for `override_readiness_check`: admins only (`403` naming the field).
+fn require_admin_for_override(viewer: &Viewer, form: &RunForm) -> Result<(), Problem> {
+    if !form.override_readiness || is_admin(viewer) {
+        return Ok(());
+    }
+    Err(Problem::new(
+        StatusCode::FORBIDDEN,
+        crate::error::Code::Forbidden,
+        "override_readiness_check needs the admin role",
+    )
+    .with_errors(vec![crate::error::FieldError::new(
+        "override_readiness_check",
+        "needs the admin role",
+    )]))
 }

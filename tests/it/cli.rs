@@ -9,6 +9,7 @@ use crate::ops_on_both_backends;
 use crate::support::ops::{Ops, OpsBuilder};
 
 mod firmware;
+mod holds;
 mod rollouts;
 mod rules;
 

@@ -22,6 +22,9 @@ on_both_backends!(
     forms_need_the_session_csrf_token,
     a_preview_shows_the_plan_without_creating_a_task,
     schedules_are_paused_and_resumed_from_their_page,
+    the_rack_and_component_pages_show_the_holds_that_count,
+    holds_are_listed_and_released_with_the_csrf_token,
+    an_admin_overrides_the_readiness_check_only_through_the_confirmation,
 );
 
 fn assert_html(r: &TestResponse, status: u16) {
@@ -336,5 +339,125 @@ async fn schedules_are_paused_and_resumed_from_their_page(app: TestApp) {
     assert_eq!(
         app.get(&format!("/v1/task-schedules/{id}")).await.body["enabled"],
         true
+    );
+}
+
+async fn the_rack_and_component_pages_show_the_holds_that_count(app: TestApp) {
+    let rack = app.create_rack(&gb200_rack(1, 1)).await;
+    let id = rack["id"].as_str().unwrap();
+    let tray = rack["components"][0]["id"].as_str().unwrap();
+    let other = rack["components"][1]["id"].as_str().unwrap();
+    let page = app.get(&format!("/ui/racks/{id}")).await;
+    assert_html(&page, 200);
+    assert!(!page.text.contains("data-hold="), "{}", page.text);
+    let hold = app
+        .post(
+            "/v1/holds",
+            &serde_json::json!({"target": {"component": {"id": tray}}, "owner": "slurm", "reason": "job <4711>"}),
+        )
+        .await;
+    assert_eq!(hold.status, 201, "{}", hold.text);
+    let hold_id = hold.body["id"].as_str().unwrap();
+    let marker = format!("data-hold=\"{hold_id}\"");
+    // The rack shows its component's hold; the held component too; a sibling does not.
+    let page = app.get(&format!("/ui/racks/{id}")).await;
+    assert!(page.text.contains(&marker), "{}", page.text);
+    assert!(
+        page.text.contains("slurm: job &lt;4711&gt;"),
+        "{}",
+        page.text
+    );
+    let held = app.get(&format!("/ui/components/{tray}")).await;
+    assert_html(&held, 200);
+    assert!(held.text.contains(&marker), "{}", held.text);
+    let sibling = app.get(&format!("/ui/components/{other}")).await;
+    assert!(!sibling.text.contains("data-hold="), "{}", sibling.text);
+    // Once deleted, the badge is gone.
+    assert_eq!(
+        app.delete(&format!("/v1/holds/{hold_id}")).await.status,
+        204
+    );
+    let page = app.get(&format!("/ui/racks/{id}")).await;
+    assert!(!page.text.contains("data-hold="), "{}", page.text);
+}
+
+async fn holds_are_listed_and_released_with_the_csrf_token(app: TestApp) {
+    app.create_rack(&gb200_rack(1, 1)).await;
+    let page = app.get("/ui/holds").await;
+    assert_html(&page, 200);
+    assert!(page.text.contains("No holds."), "{}", page.text);
+    let hold = app
+        .post(
+            "/v1/holds",
+            &serde_json::json!({"target": {"rack": {"name": "rack-0001"}}, "owner": "slurm <s>", "reason": "job 1"}),
+        )
+        .await;
+    assert_eq!(hold.status, 201, "{}", hold.text);
+    let id = hold.body["id"].as_str().unwrap();
+    let page = app.get("/ui/holds?owner=slurm%20%3Cs%3E").await;
+    assert_html(&page, 200);
+    assert!(page.text.contains("slurm &lt;s&gt;"), "{}", page.text);
+    let action = format!("/ui/holds/{id}/release");
+    assert!(page.text.contains(&action), "{}", page.text);
+    let other = app.get("/ui/holds?owner=k8s").await;
+    assert!(!other.text.contains(&action), "{}", other.text);
+    let (cookie, token) = cookie_of(&page);
+    // Without the form token nothing is released.
+    assert_html(&post_form(&app, &action, Some(&cookie), "").await, 403);
+    assert_eq!(app.get(&format!("/v1/holds/{id}")).await.status, 200);
+    let r = post_form(&app, &action, Some(&cookie), &format!("csrf={token}")).await;
+    assert!(r.status.is_redirection(), "{}", r.text);
+    assert_eq!(r.header("location"), Some("/ui/holds"));
+    assert_eq!(app.get(&format!("/v1/holds/{id}")).await.status, 404);
+    // Releasing it again is the API's 404, as a page.
+    assert_html(
+        &post_form(&app, &action, Some(&cookie), &format!("csrf={token}")).await,
+        404,
+    );
+}
+
+async fn an_admin_overrides_the_readiness_check_only_through_the_confirmation(app: TestApp) {
+    let rack = app.create_rack(&gb200_rack(1, 1)).await;
+    let id = rack["id"].as_str().unwrap();
+    let hold =
+        serde_json::json!({"target": {"rack": {"id": id}}, "owner": "slurm", "reason": "job 1"});
+    assert_eq!(app.post("/v1/holds", &hold).await.status, 201);
+    // Without auth the viewer is an admin: the form offers the override.
+    let page = app.get(&format!("/ui/run?rack={id}")).await;
+    assert!(
+        page.text.contains("name=\"override_readiness_check\""),
+        "{}",
+        page.text
+    );
+    let (cookie, token) = cookie_of(&page);
+    let base =
+        format!("rack={id}&operation=power_on&description=&conflict_strategy=reject&csrf={token}");
+    // Not overridden: the preview says nothing of it and the confirmation is the hold's 409.
+    let plain = post_form(&app, "/ui/run/preview", Some(&cookie), &base).await;
+    assert_html(&plain, 200);
+    assert!(!plain.text.contains("readiness_override"), "{}", plain.text);
+    assert_html(&post_form(&app, "/ui/run", Some(&cookie), &base).await, 409);
+    // Overridden: the preview warns and carries it to the confirmation, which passes the check.
+    let over = format!("{base}&override_readiness_check=true");
+    let preview = post_form(&app, "/ui/run/preview", Some(&cookie), &over).await;
+    assert_html(&preview, 200);
+    assert!(
+        preview.text.contains("data-code=\"readiness_override\""),
+        "{}",
+        preview.text
+    );
+    assert!(
+        preview
+            .text
+            .contains("name=\"override_readiness_check\" value=\"true\""),
+        "{}",
+        preview.text
+    );
+    let confirmed = post_form(&app, "/ui/run", Some(&cookie), &over).await;
+    assert!(
+        ![400, 403, 409].contains(&confirmed.status.as_u16()),
+        "{} {}",
+        confirmed.status,
+        confirmed.text
     );
 }

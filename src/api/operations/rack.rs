@@ -36,6 +36,9 @@ pub struct RackPowerRequest {
     pub conflict_strategy: Option<ConflictStrategyDoc>,
     pub queue_timeout_seconds: Option<u64>,
     pub rule_id: Option<uuid::Uuid>,
+    /// Proceed although the rack is held or not ready (`admin` only, else `403`; audited).
+    #[serde(default)]
+    pub override_readiness_check: bool,
 }
 
 /// Set a rack's power
@@ -49,6 +52,7 @@ pub async fn set_rack_power(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
+    identity: Option<Extension<Identity>>,
     Query(q): Query<DryRunQuery>,
     Json(body): Json<RackPowerRequest>,
 ) -> ApiResult<Response> {
@@ -60,7 +64,7 @@ pub async fn set_rack_power(
         RackPowerState::Cycle => Operation::PowerReset { forced: false },
         RackPowerState::Forcecycle => Operation::PowerReset { forced: true },
     };
-    let spec = build_spec(
+    let mut spec = build_spec(
         op,
         common(
             &target,
@@ -71,7 +75,8 @@ pub async fn set_rack_power(
         ),
         Violations::default(),
     )?;
-    submit(&state, &headers, None, q.dry_run, spec).await
+    spec.override_readiness_check = body.override_readiness_check;
+    submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await
 }
 
 /// Body of `POST /v1/racks/{id}/firmware`: the firmware-upgrade options without targets.
@@ -91,6 +96,9 @@ pub struct RackFirmwareRequest {
     /// `domain_split`); audited.
     #[serde(default)]
     pub allow_split_domain: bool,
+    /// Proceed although the rack is held or not ready (`admin` only, else `403`; audited).
+    #[serde(default)]
+    pub override_readiness_check: bool,
 }
 
 /// Upgrade a rack's firmware
@@ -103,6 +111,7 @@ pub async fn upgrade_rack_firmware(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
+    identity: Option<Extension<Identity>>,
     Query(q): Query<DryRunQuery>,
     Json(body): Json<RackFirmwareRequest>,
 ) -> ApiResult<Response> {
@@ -116,7 +125,7 @@ pub async fn upgrade_rack_firmware(
         conflict_strategy: body.conflict_strategy,
         queue_timeout_seconds: body.queue_timeout_seconds,
         rule_id: body.rule_id,
-        override_readiness_check: false,
+        override_readiness_check: body.override_readiness_check,
         allow_split_domain: body.allow_split_domain,
     };
     let mut v = Violations::default();
@@ -128,7 +137,7 @@ pub async fn upgrade_rack_firmware(
     };
     let mut spec = build_spec(op, full.common(), v)?;
     spec.allow_split_domain = full.allow_split_domain;
-    submit(&state, &headers, None, q.dry_run, spec).await
+    submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await
 }
 
 /// Body of `POST /v1/racks/{id}/bring-up`.
@@ -137,6 +146,9 @@ pub async fn upgrade_rack_firmware(
 pub struct RackBringUpRequest {
     pub description: Option<String>,
     pub rule_id: Option<uuid::Uuid>,
+    /// Proceed although the rack is held or not ready (`admin` only, else `403`; audited).
+    #[serde(default)]
+    pub override_readiness_check: bool,
 }
 
 /// Bring up a rack
@@ -149,14 +161,16 @@ pub async fn bring_up_rack(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
+    identity: Option<Extension<Identity>>,
     Query(q): Query<DryRunQuery>,
     Json(body): Json<RackBringUpRequest>,
 ) -> ApiResult<Response> {
     let target = rack_target(uuid_param("id", &id)?);
-    let spec = build_spec(
+    let mut spec = build_spec(
         Operation::BringUp,
         common(&target, &body.description, None, None, body.rule_id),
         Violations::default(),
     )?;
-    submit(&state, &headers, None, q.dry_run, spec).await
+    spec.override_readiness_check = body.override_readiness_check;
+    submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await
 }

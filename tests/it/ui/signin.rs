@@ -260,3 +260,45 @@ async fn a_viewer_is_offered_no_action_and_a_forged_form_is_refused() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_operator_is_not_offered_the_readiness_override_and_a_forged_one_is_refused() {
+    let app = secured().await;
+    let admin = bearer(&api_token(&app, "admin", Role::Admin).await);
+    let auth = [("authorization", admin.as_str())];
+    let r = app
+        .call(
+            Method::POST,
+            "/v1/expected-racks",
+            Some(&gb200_rack(1, 1)),
+            &auth,
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let rack = r.body["id"].as_str().unwrap().to_string();
+    let operator = api_token(&app, "op", Role::Operator).await;
+    let (cookie, csrf) = sign_in(&app, &operator).await;
+    let headers = [("cookie", cookie.as_str())];
+    let page = get_with(&app, &format!("/ui/run?rack={rack}"), &headers).await;
+    assert_html(&page, 200);
+    assert!(
+        !page.text.contains("override_readiness_check"),
+        "{}",
+        page.text
+    );
+    let forged = form(&[
+        ("rack", &rack),
+        ("operation", "power_on"),
+        ("override_readiness_check", "true"),
+        ("csrf", &csrf),
+    ]);
+    for path in ["/ui/run/preview", "/ui/run"] {
+        let r = post_form(&app, path, Some(&cookie), &forged).await;
+        assert_html(&r, 403);
+        assert!(
+            r.text.contains("override_readiness_check"),
+            "{path}: {}",
+            r.text
+        );
+    }
+}
