@@ -18,6 +18,7 @@ mod dev;
 mod durability;
 mod faults;
 mod firmware_recipes;
+mod firmware_rollback;
 mod maintenance;
 mod holds;
 mod migrations;
