@@ -94,13 +94,17 @@ async fn downgrade_and_rollback_go_through_the_recipe_path_and_refuse_what_is_no
     assert_all_run(&ops, &rack, "gb200-r2");
 
     let r = ops
-        .operate("firmware-downgrade", &json!({"target_spec": trays_target()}))
+        .operate(
+            "firmware-downgrade",
+            &json!({"target_spec": trays_target()}),
+        )
         .await;
     refused(&r, 400, "invalid_input", "target_version");
     let r = ops.operate("firmware-downgrade", &up("gb200-r0")).await;
     refused(&r, 409, "no_catalog_entry", "components.r0001-gpu00");
     // The whole rack: its shelves have no recipe in the catalog.
-    let whole = json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "target_version": "gb200-r1"});
+    let whole =
+        json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "target_version": "gb200-r1"});
     let r = ops.operate("firmware-downgrade", &whole).await;
     assert_eq!(r.status, 409, "{}", r.text);
     assert_eq!(r.body["code"], "no_catalog_entry");
@@ -108,12 +112,18 @@ async fn downgrade_and_rollback_go_through_the_recipe_path_and_refuse_what_is_no
 
     let dry = ops
         .app
-        .post("/v1/operations/firmware-downgrade?dry_run=true", &up("gb200-r1"))
+        .post(
+            "/v1/operations/firmware-downgrade?dry_run=true",
+            &up("gb200-r1"),
+        )
         .await;
     assert_eq!(dry.status, 200, "{}", dry.text);
     let plan = &dry.body["racks"][0]["firmware"]["components"];
     assert!(
-        plan.as_array().unwrap().iter().all(|c| c["recipe"] == "gb200-r1" && c["status"] == "recipe"),
+        plan.as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["recipe"] == "gb200-r1" && c["status"] == "recipe"),
         "{plan}"
     );
     run(&ops, "firmware-downgrade", up("gb200-r1")).await;
@@ -127,15 +137,24 @@ async fn downgrade_and_rollback_go_through_the_recipe_path_and_refuse_what_is_no
     assert_eq!(dry.status, 200, "{}", dry.text);
     let plan = &dry.body["racks"][0]["firmware"]["components"];
     assert!(
-        plan.as_array().unwrap().iter().all(|c| c["recipe"] == "gb200-r2"),
+        plan.as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["recipe"] == "gb200-r2"),
         "{plan}"
     );
     let task = run(&ops, "firmware-rollback", rollback.clone()).await;
-    assert_eq!(task["operation"], "upgrade", "the upgrade's workflow and rule: {task}");
+    assert_eq!(
+        task["operation"], "upgrade",
+        "the upgrade's workflow and rule: {task}"
+    );
     assert_all_run(&ops, &rack, "gb200-r2");
     let gpu = tray_ids(&rack)[0];
     let c = ops.app.get(&format!("/v1/components/{gpu}")).await.body;
-    assert_eq!(c["component"]["observed_firmware_version"], "gb200-r2", "{c}");
+    assert_eq!(
+        c["component"]["observed_firmware_version"], "gb200-r2",
+        "{c}"
+    );
     let r = ops
         .operate(
             "firmware-rollback",
@@ -143,5 +162,8 @@ async fn downgrade_and_rollback_go_through_the_recipe_path_and_refuse_what_is_no
         )
         .await;
     assert_eq!(r.status, 409, "{}", r.text);
-    assert_eq!(r.body["code"], "no_firmware_history", "shelves were never upgraded");
+    assert_eq!(
+        r.body["code"], "no_firmware_history",
+        "shelves were never upgraded"
+    );
 }

@@ -55,9 +55,13 @@ async fn holds_are_created_listed_filtered_paged_deleted_and_audited(app: TestAp
         "rack and its tray: {}",
         by_rack.text
     );
-    let by_component = app.get(&format!("/v1/holds?component={tray}&count=exact")).await;
+    let by_component = app
+        .get(&format!("/v1/holds?component={tray}&count=exact"))
+        .await;
     assert_eq!(by_component.body["total"], 1, "{}", by_component.text);
-    let by_owner = app.get("/v1/holds?owner=slurm&active=true&count=exact").await;
+    let by_owner = app
+        .get("/v1/holds?owner=slurm&active=true&count=exact")
+        .await;
     assert_eq!(by_owner.body["total"], 2, "{}", by_owner.text);
     let first = app.get("/v1/holds?limit=2").await;
     assert_eq!(first.body["items"].as_array().unwrap().len(), 2);
