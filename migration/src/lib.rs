@@ -12,6 +12,7 @@ mod m20261202_000007_create_rollouts;
 mod m20261203_000008_add_audit_client;
 mod m20261204_000009_create_console_sessions;
 mod m20261210_000009_create_holds;
+mod m20261210_000010_firmware_history;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -31,6 +32,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000008_add_audit_client::Migration),
             Box::new(m20261204_000009_create_console_sessions::Migration),
             Box::new(m20261210_000009_create_holds::Migration),
+            Box::new(m20261210_000010_firmware_history::Migration),
         ]
     }
 }

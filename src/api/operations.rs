@@ -22,6 +22,7 @@ use crate::auth::{Identity, Role};
 use crate::domain::operation::{Operation, OperationSpec};
 use crate::error::{Code, Error, FieldError, Violations};
 
+mod firmware_back;
 mod rack;
 
 pub use rack::{RackBringUpRequest, RackFirmwareRequest, RackPowerRequest, RackPowerState};
@@ -32,6 +33,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(power_off))
         .routes(routes!(power_reset))
         .routes(routes!(firmware_upgrade))
+        .routes(routes!(firmware_back::firmware_downgrade))
+        .routes(routes!(firmware_back::firmware_rollback))
         .routes(routes!(bring_up))
         .routes(routes!(ingest))
         .routes(routes!(rack::set_rack_power))

@@ -79,9 +79,11 @@ mod tests {
         let mut optional: Vec<(&str, &str)> = settings::SETTINGS
             .iter()
             .filter(|s| matches!(s.kind, Kind::Optional { .. }))
-            .map(|s| match s.env.ends_with("_URL") {
-                true => (s.env, "https://idp.example/keys"),
-                false => (s.env, file),
+            .map(|s| match s.env {
+                e if e.ends_with("_URL") => (e, "https://idp.example/keys"),
+                // A bundle index, not a path.
+                "FLOW_SIM_FAIL_BUNDLE" => (s.env, "0"),
+                e => (e, file),
             })
             .collect();
         // TLS settings need an https:// frontend.

@@ -55,8 +55,14 @@ pub enum Code {
     NameExists,
     /// The rollout has no approval gate waiting.
     NoApprovalGate,
+    /// A firmware downgrade or rollback names a version the catalog has no recipe of for a
+    /// targeted component (`errors` names each).
+    NoCatalogEntry,
     /// No targeted rack has a component the operation can act on.
     NoComponents,
+    /// A firmware rollback targets a component with no version recorded before its last
+    /// upgrade, or components of one type that would go back to different versions.
+    NoFirmwareHistory,
     /// The task has already ended.
     NotCancellable,
     /// Only a deleted record can be restored or purged.
@@ -100,7 +106,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in wire-name order.
-    pub const ALL: [Code; 41] = [
+    pub const ALL: [Code; 43] = [
         Self::AttachedElsewhere,
         Self::BlastRadius,
         Self::ComponentElsewhere,
@@ -122,7 +128,9 @@ impl Code {
         Self::MethodNotAllowed,
         Self::NameExists,
         Self::NoApprovalGate,
+        Self::NoCatalogEntry,
         Self::NoComponents,
+        Self::NoFirmwareHistory,
         Self::NotCancellable,
         Self::NotDeleted,
         Self::NotFound,
@@ -168,7 +176,9 @@ impl Code {
             Self::MethodNotAllowed => "method_not_allowed",
             Self::NameExists => "name_exists",
             Self::NoApprovalGate => "no_approval_gate",
+            Self::NoCatalogEntry => "no_catalog_entry",
             Self::NoComponents => "no_components",
+            Self::NoFirmwareHistory => "no_firmware_history",
             Self::NotCancellable => "not_cancellable",
             Self::NotDeleted => "not_deleted",
             Self::NotFound => "not_found",

@@ -4,7 +4,8 @@
 //! connection or transaction so callers can compose them, are layered so that nothing calls
 //! upwards and the top modules never call each other:
 //! - top: `racks`, `components` (+ `patch`), `nvl` (domains), `targets` (an operation's targets
-//!   resolved into devices per rack), `holds` and `health` (what makes a component not ready);
+//!   resolved into devices per rack), `holds` and `health` (what makes a component not ready),
+//!   `firmware_history` (what a rollback returns to);
 //! - shared writes: `merge` (component updates, set-based rack merges), `writes` (new rows,
 //!   batched inserts, soft deletes), `uniqueness` (every clash check and its 409);
 //! - reads and helpers: `live` (live rows by id, name, serial), `lookup` and `batch` (the hot
@@ -13,6 +14,7 @@
 
 pub mod batch;
 pub mod components;
+pub mod firmware_history;
 pub mod health;
 pub mod holds;
 mod live;

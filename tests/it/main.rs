@@ -18,6 +18,7 @@ mod dev;
 mod durability;
 mod faults;
 mod firmware_recipes;
+mod firmware_rollback;
 mod holds;
 mod maintenance;
 mod migrations;

@@ -4,6 +4,7 @@
 pub mod common;
 pub mod component;
 pub mod drift;
+pub mod firmware_back;
 pub mod nvl;
 pub mod operation;
 pub mod rack;

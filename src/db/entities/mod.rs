@@ -7,6 +7,7 @@ pub mod component_drifts;
 pub mod components;
 pub mod console_keys;
 pub mod console_sessions;
+pub mod firmware_history;
 pub mod health_reports;
 pub mod holds;
 pub mod leases;

@@ -17,6 +17,7 @@ pub mod preview;
 pub mod readiness;
 pub mod recipes;
 mod refusal;
+pub mod rollback;
 mod withdraw;
 
 use chrono::{DateTime, Utc};

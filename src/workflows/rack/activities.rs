@@ -222,6 +222,13 @@ impl RackActivities {
                 ))));
             }
         }
+        if let Some(version) = &learnt.firmware_version {
+            // Read before the sighting overwrites it: the version the device ran until now is
+            // what a rollback returns to.
+            crate::inventory::firmware_history::record_upgrade(db, component, version, now)
+                .await
+                .map_err(activity_error)?;
+        }
         let power = steps::power_after(&input.actions);
         if power.is_some() || learnt.firmware_version.is_some() {
             let sighting = crate::drift::compare::Sighting {
