@@ -44,12 +44,12 @@ pub fn badges(holds: &[Hold]) -> Markup {
 fn target_cell(t: &crate::api::schema::readiness::HoldTargetDoc) -> Markup {
     use crate::api::schema::readiness::HoldTargetDoc as T;
     match t {
-        T::Rack { id } => html! { "rack " a href=(format!("/ui/racks/{id}")) { (id) } },
-        T::Component { id } => {
-            html! { "component " a href=(format!("/ui/components/{id}")) { (id) } }
+        T::Rack(held) => html! { "rack " a href=(format!("/ui/racks/{}", held.id)) { (held.id) } },
+        T::Component(held) => {
+            html! { "component " a href=(format!("/ui/components/{}", held.id)) { (held.id) } }
         }
-        T::NvlDomain { id } => {
-            html! { "NVLink domain " a href=(format!("/ui/nvl-domains/{id}")) { (id) } }
+        T::NvlDomain(held) => {
+            html! { "NVLink domain " a href=(format!("/ui/nvl-domains/{}", held.id)) { (held.id) } }
         }
     }
 }

@@ -94,9 +94,16 @@ pub struct CreateHoldRequest {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HoldTargetDoc {
-    Rack { id: Uuid },
-    Component { id: Uuid },
-    NvlDomain { id: Uuid },
+    Rack(HeldId),
+    Component(HeldId),
+    NvlDomain(HeldId),
+}
+
+/// The id of what a hold names. One named schema for the three kinds of target: SDK
+/// generators would otherwise make three same-named models of the inline object.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HeldId {
+    pub id: Uuid,
 }
 
 /// A hold.
@@ -123,9 +130,9 @@ impl HoldDoc {
             id: hold.id.into(),
             active: hold.is_active(now),
             target: match hold.target {
-                HoldTarget::Rack(id) => HoldTargetDoc::Rack { id: id.into() },
-                HoldTarget::Component(id) => HoldTargetDoc::Component { id: id.into() },
-                HoldTarget::NvlDomain(id) => HoldTargetDoc::NvlDomain { id: id.into() },
+                HoldTarget::Rack(id) => HoldTargetDoc::Rack(HeldId { id: id.into() }),
+                HoldTarget::Component(id) => HoldTargetDoc::Component(HeldId { id: id.into() }),
+                HoldTarget::NvlDomain(id) => HoldTargetDoc::NvlDomain(HeldId { id: id.into() }),
             },
             owner: hold.owner,
             reason: hold.reason,
