@@ -5,7 +5,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::operation::{Common, ConflictStrategyDoc, TargetSpecDoc, TargetVersionDoc};
+use super::operation::{Common, ConflictStrategyDoc, TargetSpecDoc, TargetVersionDoc, common_of};
 
 /// Downgrade firmware: the named older catalog version installed through the same recipe
 /// path as an upgrade (bundles in order, their activations, the rack's AC cycle, the parts
@@ -53,23 +53,6 @@ pub struct FirmwareRollbackRequest {
     /// Go ahead even though the racks cover only part of an NVLink domain.
     #[serde(default)]
     pub allow_split_domain: bool,
-}
-
-macro_rules! common_of {
-    ($($request:ty),*) => {$(
-        impl $request {
-            pub fn common(&self) -> Common<'_> {
-                Common {
-                    target_spec: &self.target_spec,
-                    description: &self.description,
-                    conflict_strategy: self.conflict_strategy,
-                    queue_timeout_seconds: self.queue_timeout_seconds,
-                    rule_id: self.rule_id,
-                    override_readiness_check: self.override_readiness_check,
-                }
-            }
-        }
-    )*};
 }
 
 common_of!(FirmwareDowngradeRequest, FirmwareRollbackRequest);

@@ -211,6 +211,9 @@ macro_rules! common_of {
     )*};
 }
 
+// The firmware downgrade and rollback bodies (`firmware_back`) share it.
+pub(crate) use common_of;
+
 common_of!(
     PowerOnRequest,
     PowerOffRequest,
