@@ -112,7 +112,8 @@ use crate::inventory::model::MAX_BMCS_PER_COMPONENT;
     "bmcs": [{"type": "host", "mac_address": "d8:19:09:00:04:af", "ip_address": null},
              {"type": "dpu", "mac_address": "e0:9d:73:80:c0:59", "ip_address": null}],
     "external_id": null, "power_state": null, "observed_firmware_version": null, "last_seen_at": null, "revision": 1,
-    "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:00Z"
+    "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:00Z",
+    "in_maintenance": false, "maintenance_task_id": null
 }))]
 pub struct ComponentDoc {
     pub id: Uuid,

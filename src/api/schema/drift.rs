@@ -179,7 +179,7 @@ impl From<Summary> for ValidationSummaryDoc {
 /// Expected vs actual, as the component managers answered just now.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(example = json!({
-    "summary": {"match": 5, "missing": 1, "unexpected": 1, "mismatch": 1, "unreachable": 0, "rejected": 0, "unchecked": 1},
+    "summary": {"match": 5, "missing": 1, "unexpected": 1, "mismatch": 1, "unreachable": 0, "rejected": 0, "domain_mixed": 0, "unchecked": 1},
     "diffs": [
         {"kind": "missing", "component_id": "0192f3a0-0000-7000-8000-000000000005",
          "rack_id": "0192f3a0-0000-7000-8000-000000000001", "type": "powershelf", "fields": []},

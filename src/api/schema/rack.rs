@@ -120,7 +120,8 @@ fn components_to_domain(
     "serial_number": "B8111801000951700005Y0SA", "model": "GB200 NVL72", "description": null,
     "location": {"region": "MY", "datacenter": "jhb01", "room": "EW-F00-DH-02", "position": "EW-F00-DH-02-G10"},
     "nvl_domain_id": null, "revision": 1, "created_at": "2026-11-30T14:00:00Z", "updated_at": "2026-11-30T14:00:00Z",
-    "drift": {"missing": 0, "unexpected": 0, "mismatch": 1, "unreachable": 0, "rejected": 0, "stale": 0}
+    "drift": {"missing": 0, "unexpected": 0, "mismatch": 1, "unreachable": 0, "rejected": 0, "stale": 0},
+    "in_maintenance": false, "maintenance_task_ids": []
 }))]
 pub struct RackDoc {
     pub id: Uuid,
