@@ -264,6 +264,7 @@ pub async fn firmware_upgrade(
         firmware,
         start_time: body.start_time,
         end_time: body.end_time,
+        direction: Default::default(),
     };
     let mut spec = build_spec(op, body.common(), v)?;
     spec.allow_split_domain = body.allow_split_domain;

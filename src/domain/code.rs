@@ -20,13 +20,17 @@ pub enum OperationCode {
     ColdReset,
     BmcReset,
     Upgrade,
+    /// A firmware upgrade to an older version an operator names.
+    Downgrade,
+    /// A firmware upgrade back to the version recorded before the last upgrade.
+    Rollback,
     BringUp,
     Ingest,
 }
 
 impl OperationCode {
     /// Every code, in the order the API document and error messages list them.
-    pub const ALL: [OperationCode; 11] = [
+    pub const ALL: [OperationCode; 13] = [
         Self::PowerOn,
         Self::PowerOff,
         Self::ForcePowerOff,
@@ -36,6 +40,8 @@ impl OperationCode {
         Self::ColdReset,
         Self::BmcReset,
         Self::Upgrade,
+        Self::Downgrade,
+        Self::Rollback,
         Self::BringUp,
         Self::Ingest,
     ];
@@ -52,8 +58,20 @@ impl OperationCode {
             Self::ColdReset => "cold_reset",
             Self::BmcReset => "bmc_reset",
             Self::Upgrade => "upgrade",
+            Self::Downgrade => "downgrade",
+            Self::Rollback => "rollback",
             Self::BringUp => "bring_up",
             Self::Ingest => "ingest",
+        }
+    }
+
+    /// The code whose rules this one runs: a downgrade and a rollback are firmware upgrades to
+    /// an older version, so they fall back to `upgrade`'s rules (rack association, default,
+    /// built-in) where none is set for their own code; every other code is its own.
+    pub fn rule_code(self) -> OperationCode {
+        match self {
+            Self::Downgrade | Self::Rollback => Self::Upgrade,
+            other => other,
         }
     }
 

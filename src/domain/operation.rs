@@ -32,9 +32,26 @@ pub enum Operation {
         /// Window in which the update may run (managers that schedule updates honour it).
         start_time: Option<DateTime<Utc>>,
         end_time: Option<DateTime<Utc>>,
+        /// Which of the three firmware codes the task goes by; tasks stored before the
+        /// field existed read as upgrades.
+        #[serde(default)]
+        direction: FirmwareDirection,
     },
     BringUp,
     Ingest,
+}
+
+/// Why a firmware task installs its version: all three run the same recipe path and rule
+/// family, and differ only in the code the task is stored, listed and audited under.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FirmwareDirection {
+    #[default]
+    Upgrade,
+    /// An older catalog version an operator named.
+    Downgrade,
+    /// The version each component ran before its last upgrade.
+    Rollback,
 }
 
 /// Task families; conflicts between tasks are decided per family.
@@ -58,7 +75,11 @@ impl Operation {
             Self::WarmReset => OperationCode::WarmReset,
             Self::ColdReset => OperationCode::ColdReset,
             Self::BmcReset => OperationCode::BmcReset,
-            Self::FirmwareUpgrade { .. } => OperationCode::Upgrade,
+            Self::FirmwareUpgrade { direction, .. } => match direction {
+                FirmwareDirection::Upgrade => OperationCode::Upgrade,
+                FirmwareDirection::Downgrade => OperationCode::Downgrade,
+                FirmwareDirection::Rollback => OperationCode::Rollback,
+            },
             Self::BringUp => OperationCode::BringUp,
             Self::Ingest => OperationCode::Ingest,
         }
@@ -390,6 +411,7 @@ mod tests {
             firmware: FirmwareRequest::default(),
             start_time: s,
             end_time: e,
+            direction: Default::default(),
         };
         assert!(
             spec(fw(Some(now), Some(now)), one_rack())

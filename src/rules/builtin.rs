@@ -43,8 +43,9 @@ pub fn all() -> &'static [Rule] {
     RULES.get_or_init(load)
 }
 
-/// The built-in rule for an operation code.
+/// The built-in rule for an operation code (a downgrade's and a rollback's is `upgrade`'s).
 pub fn for_operation(operation: OperationCode) -> Option<&'static Rule> {
+    let operation = operation.rule_code();
     all().iter().find(|r| r.operation == operation)
 }
 
@@ -54,11 +55,19 @@ mod tests {
 
     #[test]
     fn every_operation_has_exactly_one_valid_built_in_rule() {
-        for code in OperationCode::ALL {
-            let matching = all().iter().filter(|r| r.operation == code).count();
+        let own: Vec<_> = OperationCode::ALL
+            .into_iter()
+            .filter(|c| c.rule_code() == *c)
+            .collect();
+        for code in &own {
+            let matching = all().iter().filter(|r| r.operation == *code).count();
             assert_eq!(matching, 1, "{code}");
         }
-        assert_eq!(all().len(), OperationCode::ALL.len());
+        assert_eq!(all().len(), own.len());
+        assert_eq!(
+            for_operation(OperationCode::Rollback).map(|r| r.operation),
+            Some(OperationCode::Upgrade)
+        );
     }
 
     #[test]

@@ -24,7 +24,8 @@ pub(super) async fn named(db: &impl ConnectionTrait, id: RuleId, missing: String
 }
 
 /// Checks a rule named in a request before any task is created: it must exist and be written
-/// for the requested operation.
+/// for the requested operation, or for the code it runs the rules of (an `upgrade` rule serves
+/// a downgrade or a rollback).
 pub async fn check_requested(
     db: &impl ConnectionTrait,
     rule_id: RuleId,
@@ -36,7 +37,7 @@ pub async fn check_requested(
         format!("operation rule {rule_id} does not exist"),
     )
     .await?;
-    if rule.operation != operation {
+    if rule.operation != operation && rule.operation != operation.rule_code() {
         return Err(Error::invalid(
             "rule_id",
             format!("rule {rule_id} is for {}, not {operation}", rule.operation),

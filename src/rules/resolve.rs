@@ -1,5 +1,7 @@
 //! Which rule a rack's task runs: the one the request named, else the rack's, else the
-//! operation's default, else the built-in one.
+//! operation's default, else the built-in one. A downgrade or rollback looks for a rule of its
+//! own code at each level first, then for `upgrade`'s at that level, so a rack's upgrade rule
+//! governs its downgrades and rollbacks unless the rack has a rule for that very code.
 
 use sea_orm::ConnectionTrait;
 
@@ -25,13 +27,27 @@ pub async fn resolve(
         let rule = named(db, id, message).await?;
         return Ok((rule, RuleSource::Request));
     }
-    if let Some(rule) = associations::for_rack(db, rack_id, operation).await? {
-        return Ok((rule, RuleSource::Rack));
+    let codes = lookup_codes(operation);
+    for code in &codes {
+        if let Some(rule) = associations::for_rack(db, rack_id, *code).await? {
+            return Ok((rule, RuleSource::Rack));
+        }
     }
-    if let Some(rule) = store::default_for(db, operation).await? {
-        return Ok((rule, RuleSource::Default));
+    for code in &codes {
+        if let Some(rule) = store::default_for(db, *code).await? {
+            return Ok((rule, RuleSource::Default));
+        }
     }
-    let rule = builtin::for_operation(operation)
+    let rule = builtin::for_operation(operation.rule_code())
         .ok_or_else(|| Error::Internal(format!("no built-in rule for operation {operation}")))?;
     Ok((rule.clone(), RuleSource::Builtin))
+}
+
+/// The codes whose rules `operation` may run, its own first.
+fn lookup_codes(operation: OperationCode) -> Vec<OperationCode> {
+    let mut codes = vec![operation];
+    if operation.rule_code() != operation {
+        codes.push(operation.rule_code());
+    }
+    codes
 }

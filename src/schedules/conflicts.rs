@@ -106,6 +106,7 @@ mod tests {
             firmware: Default::default(),
             start_time: None,
             end_time: None,
+            direction: Default::default(),
         };
         assert!(overlaps(&Operation::BringUp, &[Compute], &fw, &[NvSwitch]));
         assert!(

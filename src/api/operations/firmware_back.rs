@@ -1,10 +1,12 @@
 //! Firmware downgrade and rollback endpoints: the upgrade's submission with the version an
 //! operator names (downgrade) or the one each component ran before its last upgrade
 //! (rollback), refused where the catalog has no recipe of it. The task runs the upgrade's
-//! workflow and rule (the original's rule code reads `upgrade` for all three).
+//! workflow and, unless a rule is set for their own code, `upgrade`'s rule; the tasks are
+//! stored under the codes `downgrade` and `rollback`.
 
 use super::*;
 use crate::api::schema::firmware_back::{FirmwareDowngradeRequest, FirmwareRollbackRequest};
+use crate::domain::operation::FirmwareDirection;
 
 /// Downgrade firmware
 ///
@@ -44,6 +46,7 @@ pub async fn firmware_downgrade(
         firmware,
         start_time: None,
         end_time: None,
+        direction: FirmwareDirection::Downgrade,
     };
     let mut spec = build_spec(op, body.common(), v)?;
     spec.allow_split_domain = body.allow_split_domain;
@@ -73,6 +76,7 @@ pub async fn firmware_rollback(
         firmware: Default::default(),
         start_time: None,
         end_time: None,
+        direction: FirmwareDirection::Rollback,
     };
     let mut spec = build_spec(any, body.common(), Violations::default())?;
     spec.allow_split_domain = body.allow_split_domain;
@@ -81,6 +85,7 @@ pub async fn firmware_rollback(
         firmware,
         start_time: None,
         end_time: None,
+        direction: FirmwareDirection::Rollback,
     };
     state.tasks().require_recipes(&spec).await?;
     submit(&state, &headers, identity.as_deref(), q.dry_run, spec).await

@@ -134,6 +134,7 @@ pub async fn upgrade_rack_firmware(
         firmware,
         start_time: full.start_time,
         end_time: full.end_time,
+        direction: Default::default(),
     };
     let mut spec = build_spec(op, full.common(), v)?;
     spec.allow_split_domain = full.allow_split_domain;

@@ -181,6 +181,7 @@ impl ScheduledOperationDoc {
                     firmware,
                     start_time: self.start_time,
                     end_time: self.end_time,
+                    direction: Default::default(),
                 }
             }
         };

@@ -62,6 +62,7 @@ impl From<&OperationTemplate> for OperationTemplateDoc {
                 firmware,
                 start_time,
                 end_time,
+                ..
             } => {
                 doc.kind = OperationKindDoc::FirmwareUpgrade;
                 doc.target_version = firmware.target_version.clone();
