@@ -126,7 +126,8 @@ async fn downgrade_and_rollback_go_through_the_recipe_path_and_refuse_what_is_no
             .all(|c| c["recipe"] == "gb200-r1" && c["status"] == "recipe"),
         "{plan}"
     );
-    run(&ops, "firmware-downgrade", up("gb200-r1")).await;
+    let task = run(&ops, "firmware-downgrade", up("gb200-r1")).await;
+    assert_eq!(task["operation"], "downgrade", "its own code: {task}");
     assert_all_run(&ops, &rack, "gb200-r1");
 
     // The downgrade was the last upgrade of the trays: a rollback returns them to r2.
@@ -145,10 +146,24 @@ async fn downgrade_and_rollback_go_through_the_recipe_path_and_refuse_what_is_no
     );
     let task = run(&ops, "firmware-rollback", rollback.clone()).await;
     assert_eq!(
-        task["operation"], "upgrade",
-        "the upgrade's workflow and rule: {task}"
+        task["operation"], "rollback",
+        "its own code, run by the upgrade's rule: {task}"
     );
     assert_all_run(&ops, &rack, "gb200-r2");
+    let listed = ops.app.get("/v1/tasks?operation=rollback").await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let ids: Vec<_> = listed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["id"])
+        .collect();
+    assert_eq!(
+        ids,
+        [&task["id"]],
+        "the rollback is found by its code: {}",
+        listed.text
+    );
     let gpu = tray_ids(&rack)[0];
     let c = ops.app.get(&format!("/v1/components/{gpu}")).await.body;
     assert_eq!(
