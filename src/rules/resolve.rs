@@ -38,7 +38,7 @@ pub async fn resolve(
             return Ok((rule, RuleSource::Default));
         }
     }
-    let rule = builtin::for_operation(operation.rule_code())
+    let rule = builtin::for_operation(operation)
         .ok_or_else(|| Error::Internal(format!("no built-in rule for operation {operation}")))?;
     Ok((rule.clone(), RuleSource::Builtin))
 }
