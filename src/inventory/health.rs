@@ -98,6 +98,8 @@ pub async fn put(
 ) -> Result<(HealthReport, bool)> {
     let txn = crate::db::begin_write(db).await?;
     live_component(&txn, component).await?;
+    // A new PreventOperations alert must not slip past a submission deciding this rack.
+    super::rack_lock::lock_rack_of(&txn, component).await?;
     let before = row(&txn, component, source).await?;
     let alerts_json = serde_json::to_value(alerts).map_err(|e| Error::Internal(e.to_string()))?;
     health_reports::Entity::insert(health_reports::ActiveModel {

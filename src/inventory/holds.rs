@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::live::{component_row, domain_row, resolve_rack};
+use super::rack_lock;
 use crate::audit::{self, Change};
 use crate::db::entities::{components, holds};
 use crate::db::page::{Count, Page, count_matches, decode_key, encode_key};
@@ -123,6 +124,7 @@ pub async fn create(db: &DatabaseConnection, new: &NewHold, now: DateTime<Utc>) 
     }
     let txn = crate::db::begin_write(db).await?;
     let target = resolve(&txn, &new.target).await?;
+    lock_held(&txn, target).await?;
     let hold = Hold {
         id: HoldId::new(),
         target,
@@ -154,6 +156,16 @@ pub async fn create(db: &DatabaseConnection, new: &NewHold, now: DateTime<Utc>) 
     audit::record(&txn, Change::new("hold", hold.id).after(after), now).await?;
     txn.commit().await?;
     Ok(hold)
+}
+
+/// Takes the lock of every rack the hold stands on, so a submission deciding one of them either
+/// sees this hold or has written its task before it exists.
+async fn lock_held(db: &impl ConnectionTrait, target: HoldTarget) -> Result<()> {
+    match target {
+        HoldTarget::Rack(id) => rack_lock::lock(db, id).await,
+        HoldTarget::Component(id) => rack_lock::lock_rack_of(db, id).await,
+        HoldTarget::NvlDomain(id) => rack_lock::lock_domain(db, id).await,
+    }
 }
 
 /// One hold, expired or not.

@@ -24,6 +24,7 @@ pub mod model;
 pub mod nvl;
 mod patch;
 pub mod query;
+pub mod rack_lock;
 pub mod racks;
 mod revision;
 pub(crate) mod rows;

@@ -10,7 +10,7 @@ use sea_orm::{
 };
 
 use super::model::{Task, TaskComponent, TaskStatus};
-use crate::db::entities::{racks, task_steps, tasks};
+use crate::db::entities::{task_steps, tasks};
 use crate::domain::operation::{ConflictStrategy, Operation};
 use crate::error::{Error, Result};
 use crate::ids::{RackId, TaskId};
@@ -187,18 +187,6 @@ pub async fn with_status(
         .all(db)
         .await?;
     rows.into_iter().map(task_from_row).collect()
-}
-
-/// Serializes writers on one rack for the rest of the transaction: a no-op update takes the
-/// rack's row lock on PostgreSQL and the write lock on SQLite, so two submissions cannot both
-/// pass the conflict check.
-pub async fn lock_rack(db: &impl ConnectionTrait, rack_id: RackId) -> Result<()> {
-    racks::Entity::update_many()
-        .col_expr(racks::Column::Revision, Expr::col(racks::Column::Revision))
-        .filter(racks::Column::Id.eq(rack_id))
-        .exec(db)
-        .await?;
-    Ok(())
 }
 
 /// Moves a task to `to` if it is in one of `from`: the only way statuses change, so concurrent

@@ -27,6 +27,7 @@ mod observability;
 mod operations;
 mod power_truth;
 mod queue;
+mod readiness_lock;
 mod readme;
 mod redfish;
 mod rollouts;

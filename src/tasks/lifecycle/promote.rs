@@ -18,7 +18,7 @@ impl TaskService {
     pub async fn promote(&self, rack_id: RackId) -> Result<()> {
         let now = self.clock.now();
         let txn = crate::db::begin_write(&self.db).await?;
-        store::lock_rack(&txn, rack_id).await?;
+        crate::inventory::rack_lock::lock(&txn, rack_id).await?;
         let waiting = store::on_rack(&txn, rack_id, &[TaskStatus::Waiting]).await?;
         if waiting.is_empty() {
             return Ok(());

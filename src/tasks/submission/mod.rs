@@ -1,7 +1,8 @@
 //! Submitting work, along the path: validate → check the requested rule → resolve the targets →
-//! check readiness (holds, health alerts: `readiness`) → decide each rack with the one planner (rule, plan, capability, admission under the rack's
-//! lock) → create the tasks and start the runs of those that start at once (both through
-//! `lifecycle`, the one writer). The dry run (`preview`) is the same planner without the writes;
+//! check readiness (holds, health alerts: `readiness`) → decide each rack with the one
+//! planner (rule, plan, capability, admission — and readiness again — under the rack's lock) →
+//! create the tasks and start the runs of those that start at once (both through `lifecycle`,
+//! the one writer). The dry run (`preview`) is the same planner without the writes;
 //! `idempotency` makes a retried request return the first answer.
 //!
 //! A task that starts at once runs the plan decided here; a queued one is planned again when it
@@ -179,7 +180,10 @@ impl TaskService {
         let asked =
             capability::power_gaps(spec, rack, rule.as_ref(), self.managers.as_deref()).await;
         let txn = crate::db::begin_write(&self.db).await?;
-        store::lock_rack(&txn, rack.rack_id).await?;
+        crate::inventory::rack_lock::lock(&txn, rack.rack_id).await?;
+        if let Some(refused) = readiness::recheck(&txn, spec, rack, self.clock.now()).await? {
+            return Ok(Err(refused));
+        }
         let active = store::on_rack(&txn, rack.rack_id, &ACTIVE).await?;
         let decision = planner::decide(
             spec,

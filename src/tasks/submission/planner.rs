@@ -36,16 +36,23 @@ pub enum RefusalCode {
     Unsupported,
     /// The run could not be started; the task was withdrawn.
     EngineUnavailable,
+    /// A hold written while the request was being decided stands on the rack.
+    Held,
+    /// A `PreventOperations` alert (or Flow's own observation) written while the request was
+    /// being decided makes a targeted component not ready.
+    NotReady,
 }
 
 impl RefusalCode {
     /// Every refusal reason.
-    pub const ALL: [RefusalCode; 5] = [
+    pub const ALL: [RefusalCode; 7] = [
         Self::RackBusy,
         Self::QueueFull,
         Self::NoComponents,
         Self::Unsupported,
         Self::EngineUnavailable,
+        Self::Held,
+        Self::NotReady,
     ];
 
     /// The wire form, the same as the problem code it maps to.
@@ -63,6 +70,8 @@ impl From<RefusalCode> for Code {
             RefusalCode::NoComponents => Code::NoComponents,
             RefusalCode::Unsupported => Code::Unsupported,
             RefusalCode::EngineUnavailable => Code::EngineUnavailable,
+            RefusalCode::Held => Code::Held,
+            RefusalCode::NotReady => Code::NotReady,
         }
     }
 }

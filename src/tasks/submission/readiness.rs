@@ -27,6 +27,7 @@ use crate::ids::{ComponentId, HoldId, NvlDomainId, OperationRequestId, RackId};
 use crate::inventory::holds::{self, Hold, HoldTarget};
 use crate::inventory::{health, targets::RackWork};
 use crate::tasks::model::Task;
+use crate::tasks::submission::{RefusalCode, Rejection};
 
 /// Which of the two refusals an obstacle is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -415,6 +416,37 @@ pub async fn record_override(
     audit::record(&txn, change, now).await?;
     txn.commit().await?;
     Ok(())
+}
+
+/// The check again for one rack, inside the transaction that holds its lock (holds and health
+/// reports are written under the same lock): a hold or alert committed since [`admit`] ran
+/// refuses the rack instead of letting its task through. Nothing with an override.
+pub async fn recheck(
+    db: &impl ConnectionTrait,
+    spec: &OperationSpec,
+    rack: &RackWork,
+    now: DateTime<Utc>,
+) -> Result<Option<Rejection>> {
+    if spec.override_readiness_check {
+        return Ok(None);
+    }
+    let scope = Scope::of(std::slice::from_ref(rack));
+    let found = obstacles(db, &spec.operation, &scope, now).await?;
+    if found.is_empty() {
+        return Ok(None);
+    }
+    let held = found.iter().any(|o| o.code == ReadinessCode::Held);
+    let reasons: Vec<&str> = found.iter().map(|o| o.message.as_str()).collect();
+    Ok(Some(Rejection {
+        rack_id: rack.rack_id,
+        rack_name: rack.rack_name.clone(),
+        code: if held {
+            RefusalCode::Held
+        } else {
+            RefusalCode::NotReady
+        },
+        reason: reasons.join("; "),
+    }))
 }
 
 /// Whether `request` was submitted with an override.

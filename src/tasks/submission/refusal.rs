@@ -23,6 +23,18 @@ pub(super) fn refusal(rejected: &[Rejection]) -> Error {
             message,
             errors,
         }
+    } else if all(&[RefusalCode::Held, RefusalCode::NotReady]) {
+        // Held or not ready by what was written while the request was decided.
+        let code = if all(&[RefusalCode::NotReady]) {
+            Code::NotReady
+        } else {
+            Code::Held
+        };
+        Error::Conflict {
+            code,
+            message,
+            errors,
+        }
     } else if all(&[RefusalCode::QueueFull]) {
         // Every rack refused because its queue is full: say so, a later retry may fit.
         Error::Conflict {
