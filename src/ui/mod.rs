@@ -18,6 +18,7 @@ pub mod holds;
 pub mod login;
 pub mod page;
 pub mod racks;
+mod readiness;
 pub mod rollouts;
 pub mod run;
 pub mod session;

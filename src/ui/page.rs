@@ -244,9 +244,8 @@ pub fn badge(text: &str) -> Markup {
         "failed" | "cancelled" | "missing" | "mismatch" | "unexpected" | "unreachable"
         | "rejected" | "halted" | "aborted" | "exceeded" => "badge b-bad",
         "running" | "pending" | "waiting" | "queued" | "verifying" => "badge b-run",
-        "off" | "paused" | "stale" | "mixed" | "awaiting_approval" | "waiting_for_window" => {
-            "badge b-warn"
-        }
+        "off" | "paused" | "stale" | "mixed" | "awaiting_approval" | "waiting_for_window"
+        | "held" => "badge b-warn",
         _ => "badge b-idle",
     };
     html! { span class=(class) { (text) } }

@@ -273,10 +273,13 @@ pub async fn preview(
         .into_iter()
         .map(Into::into)
         .collect();
+    // Holds and not-ready components: listed here, and nothing confirmable without an override.
+    let blockers = state.tasks().readiness_blockers(&spec).await?;
     form.key = uuid::Uuid::new_v4().to_string();
     // The blast-radius cap, as the submission will apply it: over it, nothing can be confirmed.
     let radius = state.tasks().radius(plans.len());
     let runnable = radius.within()
+        && (blockers.is_empty() || form.override_readiness)
         && plans
             .iter()
             .any(|p| p.reason.is_none() || p.outcome == "queue");
@@ -291,12 +294,7 @@ pub async fn preview(
                 " whose waves stay within " (cap) "."
             }
         }
-        @if form.override_readiness {
-            div.error role="alert" data-code="readiness_override" {
-                strong { "The readiness check is overridden: " }
-                "this runs although its targets are held or not ready; the audit log records every hold and alert overridden."
-            }
-        }
+        (super::readiness::blockers(&blockers, form.override_readiness, is_admin(&viewer)))
         @for p in &plans { (plan_card(p)) }
         form method="post" action="/ui/run" {
             (fields(&form, &csrf, false))

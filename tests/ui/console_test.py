@@ -11,7 +11,10 @@ cell hidden. Any browser console error fails the test. Screenshots of every page
 A second server requires API tokens (`FLOW_AUTH=token`, tokens made with `flow token create`):
 an operator signs in, sees a rollout's waves and its approval gate with the steering controls; a
 viewer sees the same pages and is offered no action. (The rollout is stored straight in the
-database: the rollout workflow itself is tested by the Rust suite.)
+database: the rollout workflow itself is tested by the Rust suite.) Holds (issue 27): a hold set
+through the API shows as a badge on the rack and holds pages, an operator's run on the held rack
+shows a plan naming it with nothing to confirm, only an admin is offered the override, behind a confirmation, and the
+holds page's release button deletes it.
 
 Run by scripts/test; alone: target/tools/venv/bin/pytest -q tests/ui
 """
@@ -25,6 +28,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -537,4 +541,146 @@ def test_a_page_on_another_port_cannot_power_off_through_a_signed_in_console(sec
     # The operator's own console still works.
     page.goto(f"{base}/ui/racks")
     expect(page.locator("header .who")).to_contain_text("token:ui-operator")
+    c.close()
+
+
+def task_total(base, token):
+    return call(base, "GET", "/v1/tasks?count=exact&limit=1", token=token)["total"]
+
+
+def expect_refused_page(c, base, path, status, click):
+    """Clicks `click` (a locator) and expects the POST to `path` to answer `status` with an
+    error page; the refused document's console line is the one expected."""
+    before = list(c.errors)
+    with c.page.expect_response(lambda r: r.url == f"{base}{path}"
+                                and r.request.method == "POST") as answer:
+        click.click()
+    assert answer.value.status == status, answer.value.status
+    expect(c.page.locator("h1")).to_have_text("Something went wrong")
+    assert all(str(status) in e for e in c.errors[len(before):]), c.errors
+    c.errors = before
+    return c.page.get_by_role("alert")
+
+
+def test_holds_show_as_badges_an_operator_is_refused_and_only_an_admin_overrides_after_confirming(
+        secured, browser):
+    """Issue 27 in the console. A hold a workload scheduler sets through the API (an operator's
+    token) shows as a `held` badge with its owner and reason on the rack's page and on the
+    holds page. An operator who runs a power-off on the held rack from the run form is offered
+    no override, and the plan names the hold and offers nothing to confirm; a forged
+    `override_readiness_check` field is refused `403` naming the field. An admin is offered the
+    override: ticking it shows the `readiness_override` confirmation naming the hold and creates
+    nothing until confirmed; confirming creates the task and the audit log names the hold
+    overridden. The release button on the holds page deletes the hold and the badge goes."""
+    base, tokens, _ = secured
+    admin, operator = tokens["admin"], tokens["operator"]
+    rack = call(base, "POST", "/v1/expected-racks", rack_body(31), token=admin)
+    hold = call(base, "POST", "/v1/holds", {"target": {"rack": {"name": rack["name"]}},
+                                             "owner": "slurm", "reason": "job 4711"}, token=operator)
+    hold_id = hold["id"]
+    assert hold["active"], hold
+    badge = f'span.badge[data-hold="{hold_id}"]'
+
+    # The operator sees the hold on the rack's page and on the holds page.
+    c = Console(browser, "wide")
+    page = c.page
+    sign_in(c, base, operator)
+    page.goto(f"{base}/ui/racks/{rack['id']}")
+    expect(page.locator(badge)).to_have_text("held")
+    held_dd = page.locator("dd", has=page.locator(badge))
+    expect(held_dd).to_contain_text("slurm: job 4711")
+    c.shot("rack-held")
+    page.get_by_role("link", name="Holds").click()
+    expect(page.locator("h1")).to_have_text("Holds")
+    row = page.locator(f'tr[data-hold="{hold_id}"]')
+    expect(row).to_have_count(1)
+    expect(row.locator("span.badge")).to_have_text("held")
+    expect(row).to_contain_text("slurm")
+    expect(row).to_contain_text("job 4711")
+    expect(row.get_by_role("link", name=rack["id"])).to_have_attribute("href", f"/ui/racks/{rack['id']}")
+    c.shot("holds")
+
+    # The operator's power-off from the run form: no override offered, refused, nothing created.
+    tasks_before = task_total(base, admin)
+    page.goto(f"{base}/ui/racks/{rack['id']}")
+    page.get_by_role("link", name="Run an operation").click()
+    expect(page.locator("h1")).to_have_text("Run an operation")
+    expect(page.locator("input[name=override_readiness_check]")).to_have_count(0)
+    page.get_by_label("Operation").select_option("power_off")
+    page.get_by_role("button", name="Preview the plan").click()
+    expect(page.locator("h1")).to_have_text("Plan: power_off")
+    expect(page.locator('[data-code="readiness_override"]')).to_have_count(0)
+    # The plan names the hold (the API dry run's blockers) and offers nothing to confirm.
+    alert = page.locator('[data-code="held"]')
+    expect(alert).to_contain_text(hold_id)
+    expect(alert).to_contain_text("slurm")
+    expect(alert).to_contain_text("job 4711")
+    expect(alert.locator(f'li[data-hold="{hold_id}"]')).to_have_count(1)
+    expect(page.get_by_role("button", name="Confirm and run")).to_have_count(0)
+    c.shot("run-held")
+    assert task_total(base, admin) == tasks_before
+
+    # A forged override field (added to the operator's own form) is refused 403 naming it.
+    page.goto(f"{base}/ui/run?rack={rack['id']}")
+    page.get_by_label("Operation").select_option("power_off")
+    page.evaluate("""() => {
+        const i = document.createElement('input');
+        i.type = 'hidden'; i.name = 'override_readiness_check'; i.value = 'true';
+        document.querySelector('form[action="/ui/run/preview"]').appendChild(i);
+    }""")
+    alert = expect_refused_page(c, base, "/ui/run/preview", 403,
+                                page.get_by_role("button", name="Preview the plan"))
+    expect(alert.locator("li")).to_contain_text("override_readiness_check: needs the admin role")
+    assert task_total(base, admin) == tasks_before
+    c.close()
+
+    # The admin is offered the override; ticking it asks for confirmation and creates nothing yet.
+    c = Console(browser, "wide")
+    page = c.page
+    sign_in(c, base, admin)
+    page.goto(f"{base}/ui/racks/{rack['id']}")
+    expect(page.locator(badge)).to_have_text("held")
+    page.get_by_role("link", name="Run an operation").click()
+    override = page.locator("input[name=override_readiness_check]")
+    expect(override).to_have_count(1)
+    expect(page.get_by_label("Override the readiness check")).to_be_visible()
+    page.get_by_label("Operation").select_option("power_off")
+    page.get_by_label("Override the readiness check").check()
+    page.get_by_role("button", name="Preview the plan").click()
+    expect(page.locator("h1")).to_have_text("Plan: power_off")
+    box = page.locator('[data-code="readiness_override"]')
+    expect(box).to_contain_text("The readiness check is overridden")
+    expect(box.locator(f'li[data-hold="{hold_id}"]')).to_contain_text("job 4711")
+    c.shot("run-override")
+    assert task_total(base, admin) == tasks_before, "a task was created before the confirmation"
+
+    # Confirming creates the task; the audit log names the hold it went past.
+    page.get_by_role("button", name="Confirm and run").click()
+    expect(page).to_have_url(re.compile(r"/ui/tasks/[0-9a-f-]{36}$"))
+    task_id = page.url.rsplit("/", 1)[1]
+    assert task_total(base, admin) == tasks_before + 1
+    task = call(base, "GET", f"/v1/tasks/{task_id}", token=admin)
+    assert task["rack_id"] == rack["id"], task
+    audit = call(base, "GET", f"/v1/audit?resource=readiness_override:{task['request_id']}",
+                 token=admin)["items"]
+    assert len(audit) == 1, audit
+    overridden = audit[0]["after"]["overridden"]
+    assert [o["hold_id"] for o in overridden] == [hold_id], overridden
+    assert audit[0]["after"]["override_readiness_check"] is True
+    expect(page.locator("[data-status]")).to_have_attribute("data-status", "succeeded", timeout=90_000)
+    c.shot("task-override")
+
+    # The release button on the holds page deletes the hold; the rack's badge goes.
+    page.goto(f"{base}/ui/holds")
+    page.get_by_role("button", name=f"release hold {hold_id}").click()
+    expect(page).to_have_url(f"{base}/ui/holds")
+    expect(page.locator(f'tr[data-hold="{hold_id}"]')).to_have_count(0)
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        call(base, "GET", f"/v1/holds/{hold_id}", token=admin)
+    assert gone.value.code == 404
+    released = call(base, "GET", f"/v1/audit?resource=hold:{hold_id}", token=admin)["items"]
+    assert any(e["before"] and not e["after"] for e in released), released
+    page.goto(f"{base}/ui/racks/{rack['id']}")
+    expect(page.locator("span.badge[data-hold]")).to_have_count(0)
+    expect(page.locator("dt", has_text="Holds").locator("xpath=following-sibling::dd[1]")).to_have_text("—")
     c.close()
