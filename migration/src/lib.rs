@@ -13,6 +13,7 @@ mod m20261203_000008_add_audit_client;
 mod m20261204_000009_create_console_sessions;
 mod m20261210_000009_create_holds;
 mod m20261210_000010_firmware_history;
+mod m20261211_000011_schedule_scope_domains;
 
 /// Every migration, oldest first.
 #[derive(Debug)]
@@ -33,6 +34,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000009_create_console_sessions::Migration),
             Box::new(m20261210_000009_create_holds::Migration),
             Box::new(m20261210_000010_firmware_history::Migration),
+            Box::new(m20261211_000011_schedule_scope_domains::Migration),
         ]
     }
 }

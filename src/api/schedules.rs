@@ -14,7 +14,8 @@ use super::openapi::SCHEDULES;
 use super::problem::{ApiResult, Problem};
 use super::schema::common::{CountDoc, ListResponse, count_of, required_text};
 use super::schema::schedule::{
-    ConflictCheckRequest, CreateScheduleRequest, ScopeRequest, UpdateScheduleRequest, rack_targets,
+    ConflictCheckRequest, CreateScheduleRequest, ScopeRequest, UpdateScheduleRequest,
+    schedule_targets,
 };
 use super::schema::schedule_view::{
     ConflictsDoc, RunDoc, RunListDoc, ScheduleDoc, ScopeDoc, ScopeListDoc,
@@ -321,7 +322,7 @@ pub async fn add_schedule_scope(
 ) -> ApiResult<axum::Json<ScopeListDoc>> {
     let id = id_of(&id)?;
     let mut v = Violations::default();
-    let targets = rack_targets(&body.target_spec, &mut v);
+    let targets = schedule_targets(&body.target_spec, &mut v);
     v.finish()?;
     let scopes = state.schedules().add_scope(id, &targets).await?;
     Ok(axum::Json(ScopeListDoc {
@@ -370,7 +371,7 @@ pub async fn check_schedule_conflicts(
 ) -> ApiResult<axum::Json<ConflictsDoc>> {
     let mut v = Violations::default();
     let template = body.operation.to_domain(&mut v);
-    let targets = rack_targets(&body.target_spec, &mut v);
+    let targets = schedule_targets(&body.target_spec, &mut v);
     v.finish()?;
     let conflicts = state
         .schedules()

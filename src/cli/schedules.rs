@@ -48,8 +48,11 @@ pub struct CreateArgs {
     #[arg(long)]
     pub forced: bool,
     /// Rack name or id; repeat for more racks.
-    #[arg(long = "rack", required_unless_present = "file")]
+    #[arg(long = "rack", required_unless_present_any = ["file", "nvl_domain"])]
     pub racks: Vec<String>,
+    /// NVLink domain name or id: every live rack of it, followed at each fire; repeat for more.
+    #[arg(long = "nvl-domain", value_name = "NAME", conflicts_with_all = ["racks", "types"])]
+    pub nvl_domain: Vec<String>,
     /// Only these component types on each rack (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub types: Vec<String>,
@@ -130,11 +133,18 @@ fn create_body(a: &CreateArgs) -> Result<Value, CliError> {
             target
         })
         .collect();
+    let target_spec = if a.nvl_domain.is_empty() {
+        json!({ "racks": racks })
+    } else {
+        // The same id-or-name shape as a rack reference.
+        let domains: Vec<Value> = a.nvl_domain.iter().map(|d| input::rack_ref(d)).collect();
+        json!({ "nvl_domains": domains })
+    };
     let mut body = json!({
         "name": a.name,
         "spec": spec,
         "operation": operation,
-        "target_spec": {"racks": racks},
+        "target_spec": target_spec,
     });
     if let Some(overlap) = &a.overlap {
         body["overlap_policy"] = json!(overlap);

@@ -1,11 +1,11 @@
 //! Advice on schedules that would touch the same racks in a conflicting way: the task conflict
 //! rule of the task service, applied to whole-rack templates (component types, not components).
 
-use super::model::Schedule;
+use super::model::{Schedule, ScheduleTargets};
 use super::service::ScheduleService;
 use super::store;
 use crate::domain::ComponentType;
-use crate::domain::operation::{Operation, RackTarget, TaskType};
+use crate::domain::operation::{Operation, TaskType};
 use crate::error::Result;
 use crate::ids::{RackId, ScheduleId};
 use crate::inventory::targets::DRIVEN_TYPES;
@@ -61,10 +61,15 @@ impl ScheduleService {
     pub async fn conflicts(
         &self,
         operation: &Operation,
-        targets: &[RackTarget],
+        targets: &ScheduleTargets,
         exclude: Option<ScheduleId>,
     ) -> Result<Vec<ScheduleConflict>> {
-        let racks = self.resolve_racks(targets).await?;
+        let racks: Vec<(RackId, Vec<ComponentType>)> = self
+            .resolve_racks(targets)
+            .await?
+            .into_iter()
+            .map(|r| (r.rack_id, r.component_types))
+            .collect();
         let ids: Vec<RackId> = racks.iter().map(|(id, _)| *id).collect();
         let mut out = Vec::new();
         for (schedule, scopes) in store::on_racks(&self.db, &ids).await? {

@@ -61,6 +61,8 @@ impl ScheduleService {
         if !store::update(&txn, &next).await? {
             return Ok(None);
         }
+        // Domain racks are whatever the domain holds now, not when the schedule was made.
+        super::domains::follow(&txn, current.id, now).await?;
         let mut results = Vec::new();
         for scope in store::scopes(&txn, current.id).await? {
             let outcome = match (current.overlap, scope.last_task_id) {

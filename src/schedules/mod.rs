@@ -3,6 +3,7 @@
 
 pub mod conflicts;
 pub mod dispatcher;
+mod domains;
 mod fire;
 pub mod model;
 pub mod service;

@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use crate::domain::ComponentType;
 pub use crate::domain::OperationTemplate;
-use crate::domain::operation::ConflictStrategy;
-use crate::ids::{RackId, ScheduleId, TaskId};
+use crate::domain::operation::{ConflictStrategy, DomainRef, RackTarget};
+use crate::ids::{NvlDomainId, RackId, ScheduleId, TaskId};
 
 /// How a schedule's fire times are given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,7 +114,28 @@ pub struct Scope {
     pub component_types: Vec<ComponentType>,
     /// The task the latest fire created on this rack (the overlap check reads it).
     pub last_task_id: Option<TaskId>,
+    /// The NVLink domain that brought the rack in, when it came with one: such a rack follows
+    /// its domain (each fire adds the domain's new racks and drops those that left it).
+    pub nvl_domain_id: Option<NvlDomainId>,
     pub created_at: DateTime<Utc>,
+}
+
+/// What a schedule targets, as asked: racks (each optionally narrowed to some component
+/// types) and NVLink domains (every live rack of each, all its components).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScheduleTargets {
+    pub racks: Vec<RackTarget>,
+    pub domains: Vec<DomainRef>,
+}
+
+/// One rack a schedule's targets resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedRack {
+    pub rack_id: RackId,
+    /// Empty means every component of the rack.
+    pub component_types: Vec<ComponentType>,
+    /// The domain it came through (none when named as a rack).
+    pub nvl_domain_id: Option<NvlDomainId>,
 }
 
 /// What started a run.

@@ -7,14 +7,17 @@ use chrono::{DateTime, Utc};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
-use super::model::{OperationTemplate, OverlapPolicy, Run, Schedule, Scope, TimerSpec};
+use super::model::{
+    OperationTemplate, OverlapPolicy, ResolvedRack, Run, Schedule, ScheduleTargets, Scope,
+    TimerSpec,
+};
 use super::store;
 use super::timing::Timer;
 use crate::audit::{self, Change};
 use crate::clock::Clock;
 use crate::db::entities::{racks, task_schedules};
-use crate::domain::operation::{RackRef, RackTarget};
-use crate::domain::{ComponentType, Role};
+use crate::domain::Role;
+use crate::domain::operation::RackRef;
 use crate::error::{Code, Error, FieldError, Result, Violations};
 use crate::ids::{RackId, ScheduleId};
 use crate::tasks::TaskService;
@@ -28,7 +31,7 @@ pub struct NewSchedule {
     pub template: OperationTemplate,
     pub overlap: OverlapPolicy,
     pub enabled: bool,
-    pub scope: Vec<RackTarget>,
+    pub scope: ScheduleTargets,
 }
 
 /// Fields a PATCH may change; `None` keeps the stored value.
@@ -85,16 +88,13 @@ impl ScheduleService {
     }
 
     /// Resolves rack targets to live racks; unknown and repeated racks are 400s naming them.
-    pub async fn resolve_racks(
-        &self,
-        targets: &[RackTarget],
-    ) -> Result<Vec<(RackId, Vec<ComponentType>)>> {
+    pub async fn resolve_racks(&self, targets: &ScheduleTargets) -> Result<Vec<ResolvedRack>> {
         let mut v = Violations::default();
-        if targets.is_empty() {
+        if targets.racks.is_empty() && targets.domains.is_empty() {
             v.push("target_spec.racks", "must name at least one rack");
         }
-        let mut out: Vec<(RackId, Vec<ComponentType>)> = Vec::new();
-        for (i, target) in targets.iter().enumerate() {
+        let mut out: Vec<ResolvedRack> = Vec::new();
+        for (i, target) in targets.racks.iter().enumerate() {
             let query = racks::Entity::find().filter(racks::Column::DeletedAt.is_null());
             let query = match &target.rack {
                 RackRef::Id(id) => query.filter(racks::Column::Id.eq(*id)),
@@ -105,7 +105,7 @@ impl ScheduleService {
                     format!("target_spec.racks[{i}]"),
                     format!("rack {} not found", target.rack),
                 ),
-                Some(rack) if out.iter().any(|(id, _)| *id == rack.id) => v.push(
+                Some(rack) if out.iter().any(|r| r.rack_id == RackId::from(rack.id)) => v.push(
                     format!("target_spec.racks[{i}]"),
                     format!("rack {} is named twice", target.rack),
                 ),
@@ -113,8 +113,18 @@ impl ScheduleService {
                     let mut types = target.component_types.clone();
                     types.sort();
                     types.dedup();
-                    out.push((rack.id.into(), types));
+                    out.push(ResolvedRack {
+                        rack_id: rack.id.into(),
+                        component_types: types,
+                        nvl_domain_id: None,
+                    });
                 }
+            }
+        }
+        // A rack named itself and also in a named domain stays as named.
+        for rack in super::domains::resolve(&self.db, &targets.domains, &mut v).await? {
+            if !out.iter().any(|r| r.rack_id == rack.rack_id) {
+                out.push(rack);
             }
         }
         v.finish()?;
@@ -185,12 +195,13 @@ impl ScheduleService {
         };
         let scope: Vec<Scope> = racks
             .into_iter()
-            .map(|(rack_id, component_types)| Scope {
+            .map(|r| Scope {
                 id: Uuid::now_v7(),
                 schedule_id: schedule.id,
-                rack_id,
-                component_types,
+                rack_id: r.rack_id,
+                component_types: r.component_types,
                 last_task_id: None,
+                nvl_domain_id: r.nvl_domain_id,
                 created_at: now,
             })
             .collect();
@@ -313,14 +324,19 @@ impl ScheduleService {
 
     /// Adds racks to the scope. A rack already in scope has its type filter widened: the union
     /// of both, or every type when either side names none. Returns the added or changed scopes.
-    pub async fn add_scope(&self, id: ScheduleId, targets: &[RackTarget]) -> Result<Vec<Scope>> {
+    pub async fn add_scope(&self, id: ScheduleId, targets: &ScheduleTargets) -> Result<Vec<Scope>> {
         let racks = self.resolve_racks(targets).await?;
         let now = self.clock.now();
         let txn = crate::db::begin_write(&self.db).await?;
         store::get(&txn, id).await?;
         let existing = store::scopes(&txn, id).await?;
         let mut touched = Vec::new();
-        for (rack_id, types) in racks {
+        for ResolvedRack {
+            rack_id,
+            component_types: types,
+            nvl_domain_id,
+        } in racks
+        {
             match existing.iter().find(|s| s.rack_id == rack_id) {
                 None => {
                     let scope = Scope {
@@ -329,6 +345,7 @@ impl ScheduleService {
                         rack_id,
                         component_types: types,
                         last_task_id: None,
+                        nvl_domain_id,
                         created_at: now,
                     };
                     store::insert_scope(&txn, &scope).await?;

@@ -224,6 +224,7 @@ fn scope_from_row(row: scopes::Model) -> Result<Scope> {
         schedule_id: row.schedule_id.into(),
         rack_id: row.rack_id.into(),
         last_task_id: row.last_task_id.map(Into::into),
+        nvl_domain_id: row.nvl_domain_id.map(Into::into),
         created_at: row.created_at,
     })
 }
@@ -248,6 +249,7 @@ pub async fn insert_scope(db: &impl ConnectionTrait, s: &Scope) -> Result<()> {
         rack_id: Set(s.rack_id.into()),
         component_types: Set(json(&s.component_types)?),
         last_task_id: Set(s.last_task_id.map(Into::into)),
+        nvl_domain_id: Set(s.nvl_domain_id.map(|d| d.uuid())),
         created_at: Set(s.created_at),
     })
     .exec_without_returning(db)

@@ -32,6 +32,7 @@ mod readme;
 mod redfish;
 mod rollouts;
 mod rules;
+mod schedule_domains;
 mod schedules;
 mod service;
 mod tasks;

@@ -740,6 +740,55 @@ mod cli {
         .await;
         assert_ne!(code, 0, "{out}");
         assert!(out.contains("spec.spec"), "{out}");
+        // `--nvl-domain`: the domain's racks, followed at each fire (tests/it/schedule_domains.rs).
+        ops.app
+            .post("/v1/nvl-domains", &json!({"name": "nvl-cli"}))
+            .await;
+        ops.app
+            .post(
+                "/v1/nvl-domains/nvl-cli/racks",
+                &json!({"racks": [{"name": "rack-0001"}]}),
+            )
+            .await;
+        let (code, out) = flow(
+            &url,
+            &[
+                "schedule",
+                "create",
+                "--name",
+                "cli-domain",
+                "--every",
+                "6h",
+                "--operation",
+                "power_on",
+                "--nvl-domain",
+                "nvl-cli",
+                "--paused",
+                "-o",
+                "json",
+            ],
+        )
+        .await;
+        assert_eq!(code, 0, "{out}");
+        let domain_id = serde_json::from_str::<Value>(&out).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let scope = ops
+            .app
+            .get(&format!("/v1/task-schedules/{domain_id}/scope"))
+            .await;
+        assert_eq!(
+            scope.body["items"].as_array().unwrap().len(),
+            1,
+            "{}",
+            scope.text
+        );
+        assert!(
+            !scope.body["items"][0]["nvl_domain_id"].is_null(),
+            "{}",
+            scope.text
+        );
         let (code, out) = flow(&url, &["schedule", "delete", &id]).await;
         assert_eq!(code, 0, "{out}");
         let (code, _) = flow(&url, &["schedule", "get", &id]).await;

@@ -8,9 +8,11 @@ use uuid::Uuid;
 
 use super::common::required_text;
 use super::operation::{FirmwareUpgradeRequest, TargetSpecDoc, TargetVersionDoc};
-use crate::domain::operation::{DEFAULT_QUEUE_TIMEOUT_SECS, Operation, RackTarget, TargetSpec};
+use crate::domain::operation::{DEFAULT_QUEUE_TIMEOUT_SECS, Operation, TargetSpec};
 use crate::error::{Result, Violations};
-use crate::schedules::model::{OperationTemplate, OverlapPolicy, SpecKind, TimerSpec};
+use crate::schedules::model::{
+    OperationTemplate, OverlapPolicy, ScheduleTargets, SpecKind, TimerSpec,
+};
 
 /// How fire times are given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -195,27 +197,26 @@ impl ScheduledOperationDoc {
     }
 }
 
-/// Rack targets of a schedule: `racks` only (by id or name, optionally narrowed by
-/// `component_types`).
-pub fn rack_targets(spec: &TargetSpecDoc, v: &mut Violations) -> Vec<RackTarget> {
+/// Targets of a schedule: `racks` (by id or name, optionally narrowed by `component_types`) or
+/// `nvl_domains` (every live rack of each, followed at every fire).
+pub fn schedule_targets(spec: &TargetSpecDoc, v: &mut Violations) -> ScheduleTargets {
     if spec.components.is_some() {
         v.push(
             "target_spec.components",
-            "schedules target whole racks: name racks, narrowed by component_types if needed",
+            "schedules target whole racks: name racks or NVLink domains, narrowed by component_types if needed",
         );
-        return Vec::new();
+        return ScheduleTargets::default();
     }
     match spec.to_domain(v) {
-        TargetSpec::Racks(racks) => racks,
-        TargetSpec::Components(_) => Vec::new(),
-        // A schedule's scope is stored as racks; a domain target is not kept as such (yet).
-        TargetSpec::NvlDomains(_) => {
-            v.push(
-                "target_spec.nvl_domains",
-                "schedules target racks: name the domain's racks",
-            );
-            Vec::new()
-        }
+        TargetSpec::Racks(racks) => ScheduleTargets {
+            racks,
+            domains: Vec::new(),
+        },
+        TargetSpec::Components(_) => ScheduleTargets::default(),
+        TargetSpec::NvlDomains(domains) => ScheduleTargets {
+            racks: Vec::new(),
+            domains,
+        },
     }
 }
 
@@ -244,7 +245,7 @@ impl CreateScheduleRequest {
         let mut v = Violations::default();
         let name = required_text(&mut v, "name", &self.name);
         let template = self.operation.to_domain(&mut v);
-        let scope = rack_targets(&self.target_spec, &mut v);
+        let scope = schedule_targets(&self.target_spec, &mut v);
         v.finish()?;
         Ok(crate::schedules::service::NewSchedule {
             name,

@@ -145,6 +145,9 @@ pub struct ScopeDoc {
     pub component_types: Vec<ComponentTypeDoc>,
     /// The task the latest fire created on this rack.
     pub last_task_id: Option<Uuid>,
+    /// The NVLink domain that brought this rack in (`target_spec.nvl_domains`); such a rack
+    /// follows the domain: each fire adds the domain's new racks and drops those that left.
+    pub nvl_domain_id: Option<Uuid>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -156,6 +159,7 @@ impl From<Scope> for ScopeDoc {
             rack_id: s.rack_id.into(),
             component_types: s.component_types.into_iter().map(Into::into).collect(),
             last_task_id: s.last_task_id.map(Into::into),
+            nvl_domain_id: s.nvl_domain_id.map(|d| d.uuid()),
             created_at: s.created_at,
         }
     }

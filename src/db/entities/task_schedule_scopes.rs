@@ -11,6 +11,7 @@ pub struct Model {
     pub rack_id: Uuid,
     pub component_types: Json,
     pub last_task_id: Option<Uuid>,
+    pub nvl_domain_id: Option<Uuid>,
     pub created_at: DateTimeUtc,
 }
 

@@ -1,0 +1,134 @@
+//! Issue 26: NVLink domains as schedule targets. A schedule on `target_spec.nvl_domains` takes
+//! every live rack of the domain, and its racks follow the domain: a rack attached after the
+//! schedule was made is in the next fire, one detached is not (each change audited). Bad
+//! domains are refused naming the field. The fires really run (Temporal, simulated devices).
+
+use serde_json::{Value, json};
+
+use crate::ops_on_both_backends;
+use crate::support::fixtures::gb200_rack;
+use crate::support::ops::Ops;
+
+ops_on_both_backends!(a_schedule_on_a_domain_fires_on_the_racks_the_domain_holds_at_each_fire);
+
+async fn attach(ops: &Ops, domain: &str, rack: &str) {
+    let r = ops
+        .app
+        .post(
+            &format!("/v1/nvl-domains/{domain}/racks"),
+            &json!({"racks": [{"name": rack}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
+fn schedule(name: &str, domain: &str) -> Value {
+    json!({
+        "name": name,
+        "spec": {"type": "interval", "spec": "6h"},
+        "operation": {"kind": "power_on"},
+        "target_spec": {"nvl_domains": [{"name": domain}]},
+    })
+}
+
+/// The racks a fire created tasks on, by name, after every task succeeded.
+async fn fire(ops: &Ops, id: &str) -> Vec<String> {
+    let run = ops
+        .app
+        .post_empty(&format!("/v1/task-schedules/{id}/trigger"))
+        .await;
+    assert_eq!(run.status, 202, "{}", run.text);
+    let mut racks = Vec::new();
+    for task in run.body["task_ids"].as_array().unwrap() {
+        let task = ops.wait_end(task.as_str().unwrap()).await;
+        assert_eq!(task["status"], "succeeded", "{task}");
+        let rack = ops
+            .app
+            .get(&format!("/v1/racks/{}", task["rack_id"].as_str().unwrap()))
+            .await;
+        racks.push(rack.body["name"].as_str().unwrap().to_string());
+    }
+    racks.sort();
+    racks
+}
+
+async fn a_schedule_on_a_domain_fires_on_the_racks_the_domain_holds_at_each_fire(ops: Ops) {
+    for n in 1..=3 {
+        ops.app.create_rack(&gb200_rack(n, 1)).await;
+    }
+    for domain in ["nvl-a", "nvl-empty"] {
+        let r = ops
+            .app
+            .post("/v1/nvl-domains", &json!({"name": domain}))
+            .await;
+        assert_eq!(r.status, 201, "{}", r.text);
+    }
+    attach(&ops, "nvl-a", "rack-0001").await;
+    attach(&ops, "nvl-a", "rack-0002").await;
+    let domain_id = ops.app.get("/v1/nvl-domains/nvl-a").await.body["id"].clone();
+
+    for (bad, why) in [("nvl-zz", "not found"), ("nvl-empty", "no live racks")] {
+        let r = ops
+            .app
+            .post("/v1/task-schedules", &schedule("bad", bad))
+            .await;
+        r.assert_invalid_field("target_spec.nvl_domains[0]", &schedule("bad", bad));
+        assert!(r.text.contains(why), "{}", r.text);
+    }
+
+    let created = ops
+        .app
+        .post("/v1/task-schedules", &schedule("domain-a", "nvl-a"))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let scope = ops.app.get(&format!("/v1/task-schedules/{id}/scope")).await;
+    let items = scope.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{}", scope.text);
+    assert!(
+        items.iter().all(|s| s["nvl_domain_id"] == domain_id),
+        "{}",
+        scope.text
+    );
+    assert_eq!(fire(&ops, &id).await, ["rack-0001", "rack-0002"]);
+
+    // The domain changes: rack 3 joins, rack 1 leaves. The next fire follows it.
+    attach(&ops, "nvl-a", "rack-0003").await;
+    let r = ops
+        .app
+        .delete("/v1/nvl-domains/nvl-a/racks/rack-0001")
+        .await;
+    assert!(r.status.is_success(), "{}", r.text);
+    assert_eq!(fire(&ops, &id).await, ["rack-0002", "rack-0003"]);
+    let scope = ops.app.get(&format!("/v1/task-schedules/{id}/scope")).await;
+    assert_eq!(
+        scope.body["items"].as_array().unwrap().len(),
+        2,
+        "{}",
+        scope.text
+    );
+    let log = ops
+        .app
+        .get(&format!("/v1/audit?resource=schedule:{id}"))
+        .await;
+    let followed = log.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| !e["after"]["scope_racks_joined"].is_null())
+        .unwrap_or_else(|| panic!("no audited scope change: {}", log.text));
+    assert_eq!(
+        followed["after"]["scope_racks_joined"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        followed["after"]["scope_racks_left"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
