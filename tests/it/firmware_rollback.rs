@@ -181,4 +181,45 @@ async fn downgrade_and_rollback_go_through_the_recipe_path_and_refuse_what_is_no
         r.body["code"], "no_firmware_history",
         "shelves were never upgraded"
     );
+    a_racks_upgrade_rule_runs_its_downgrades(&ops, &rack).await;
+}
+
+/// With no rule for `downgrade`, the rule associated with the rack for `upgrade` runs it (the
+/// order is: a rule of the code itself, then the rack's or the default `upgrade` rule, then
+/// the built-in one).
+async fn a_racks_upgrade_rule_runs_its_downgrades(ops: &Ops, rack: &Value) {
+    let rules = ops
+        .app
+        .get("/v1/operation-rules?builtin=true&operation=upgrade")
+        .await;
+    let builtin = rules.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["operation"] == "upgrade" && r["builtin"] == true)
+        .unwrap_or_else(|| panic!("no built-in upgrade rule: {}", rules.text))
+        .clone();
+    let stored =
+        json!({"name": "rack firmware", "operation": "upgrade", "stages": builtin["stages"]});
+    let r = ops.app.post("/v1/operation-rules", &stored).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let rule_id = r.body["id"].clone();
+    let rack_id = rack["id"].as_str().unwrap();
+    let path = format!("/v1/racks/{rack_id}/operation-rules/upgrade");
+    let r = ops
+        .app
+        .call(
+            axum::http::Method::PUT,
+            &path,
+            Some(&json!({"rule_id": rule_id})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let up = json!({"target_spec": trays_target(), "target_version": "gb200-r1"});
+    let task = run(ops, "firmware-downgrade", up).await;
+    assert_eq!(task["operation"], "downgrade", "{task}");
+    assert_eq!(task["rule"]["source"], "rack", "{task}");
+    assert_eq!(task["rule"]["id"], rule_id, "{task}");
+    assert_all_run(ops, rack, "gb200-r1");
 }
