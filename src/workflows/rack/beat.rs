@@ -26,6 +26,15 @@ struct Beat {
     note: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     update: Option<FollowedUpdate>,
+    /// The recipe in progress and how many of its bundles are finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    recipe: Option<RecipeMark>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct RecipeMark {
+    version: String,
+    done: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,25 +49,30 @@ pub(super) struct Heartbeat<'a> {
     clock: &'a dyn Clock,
     pub learnt: std::sync::Mutex<Learnt>,
     update: std::sync::Mutex<Option<FollowedUpdate>>,
-    /// The update the previous attempt's last heartbeat named.
+    recipe: std::sync::Mutex<Option<RecipeMark>>,
+    /// What the previous attempt's last heartbeat carried.
     earlier: Option<FollowedUpdate>,
+    earlier_recipe: Option<RecipeMark>,
 }
 
 impl<'a> Heartbeat<'a> {
     pub fn new(ctx: &'a ActivityContext, clock: &'a dyn Clock) -> Self {
-        let earlier = ctx
+        let last = ctx
             .heartbeat_details()
             .deserialize::<String>()
             .ok()
             .flatten()
             .and_then(|text| serde_json::from_str::<Beat>(&text).ok())
-            .and_then(|beat| beat.update);
+            .unwrap_or_default();
         Self {
             ctx,
             clock,
             learnt: std::sync::Mutex::new(Learnt::default()),
-            update: std::sync::Mutex::new(None),
-            earlier,
+            // Carried on until this attempt moves past them.
+            update: std::sync::Mutex::new(last.update.clone()),
+            recipe: std::sync::Mutex::new(last.recipe.clone()),
+            earlier: last.update,
+            earlier_recipe: last.recipe,
         }
     }
 
@@ -66,6 +80,7 @@ impl<'a> Heartbeat<'a> {
         let beat = Beat {
             note: note.to_string(),
             update: self.update.lock().ok().and_then(|u| u.clone()),
+            recipe: self.recipe.lock().ok().and_then(|r| r.clone()),
         };
         let text = serde_json::to_string(&beat).unwrap_or_default();
         // A lost heartbeat only delays noticing a dead worker; the step goes on.
@@ -119,5 +134,26 @@ impl Progress for Heartbeat<'_> {
 
     fn earlier_update(&self) -> Option<String> {
         self.earlier.as_ref().map(|e| e.handle.clone())
+    }
+
+    async fn recipe_done(&self, version: &str, done: u32) {
+        if let Ok(mut slot) = self.update.lock() {
+            *slot = None;
+        }
+        if let Ok(mut slot) = self.recipe.lock() {
+            *slot = Some(RecipeMark {
+                version: version.to_string(),
+                done,
+            });
+        }
+        self.record(&format!("recipe {version}: {done} bundle(s) done"))
+            .await;
+    }
+
+    fn earlier_recipe(&self, version: &str) -> u32 {
+        self.earlier_recipe
+            .as_ref()
+            .filter(|r| r.version == version)
+            .map_or(0, |r| r.done)
     }
 }

@@ -176,23 +176,33 @@ impl Step<'_> {
             let reported = self.wait_update(timeout, interval).await?;
             return Ok(self.updated(reported));
         };
+        // A retried step (its worker died) goes on after the bundles an earlier attempt
+        // finished, following the push it left in flight rather than sending it again.
+        let skip = self.progress.earlier_recipe(&recipe.version);
+        let mut in_flight = self.progress.earlier_update();
         let mut done = Vec::new();
-        for bundle in &recipe.bundles {
+        if skip > 0 {
+            done.push(format!("bundles before {skip} done by an earlier attempt"));
+        }
+        for bundle in recipe.bundles.iter().skip(skip as usize) {
             let i = bundle.index;
             let at = |e: StepFailure| in_bundle(&recipe, i, e);
-            self.progress
-                .beat(&format!("recipe {}: pushing bundle {i}", recipe.version))
-                .await;
-            firmware
-                .start_bundle(self.device, self.firmware_request, i)
+            let followed = self
+                .push_bundle(firmware.as_ref(), &recipe, i, in_flight.take())
                 .await
-                .map_err(|e| at(StepFailure::Device(e)))?;
+                .map_err(at)?;
             self.wait_update(timeout, interval).await.map_err(at)?;
             let activated = self
                 .activate(bundle.activate, timeout, interval)
                 .await
                 .map_err(at)?;
-            done.push(format!("bundle {i} {activated}"));
+            self.progress.recipe_done(&recipe.version, i + 1).await;
+            let how = if followed {
+                " (followed an earlier attempt's push)"
+            } else {
+                ""
+            };
+            done.push(format!("bundle {i}{how} {activated}"));
         }
         if recipe.needs_ac_cycle() {
             return Ok(format!("recipe {}: {}", recipe.version, done.join("; ")));
@@ -200,6 +210,37 @@ impl Step<'_> {
         self.verify_parts(firmware.as_ref(), &recipe, timeout, interval)
             .await
             .map(|v| format!("{v} ({})", done.join("; ")))
+    }
+}
+
+impl Step<'_> {
+    /// Starts bundle `i`, or follows `earlier` (the push a killed attempt left running) when
+    /// the manager still knows it (then `true`); either way the update's handle goes into the
+    /// heartbeats.
+    async fn push_bundle(
+        &self,
+        firmware: &dyn FirmwareControl,
+        recipe: &RecipeView,
+        i: u32,
+        earlier: Option<String>,
+    ) -> Result<bool, StepFailure> {
+        if let Some(handle) = earlier.filter(|h| firmware.resume_update(self.device, h)) {
+            self.progress.update_started(&handle).await;
+            let note = format!("recipe {}: following bundle {i}'s push", recipe.version);
+            self.progress.beat(&note).await;
+            return Ok(true);
+        }
+        self.progress
+            .beat(&format!("recipe {}: pushing bundle {i}", recipe.version))
+            .await;
+        firmware
+            .start_bundle(self.device, self.firmware_request, i)
+            .await
+            .map_err(StepFailure::Device)?;
+        if let Some(handle) = firmware.update_handle(self.device) {
+            self.progress.update_started(&handle).await;
+        }
+        Ok(false)
     }
 }
 

@@ -27,6 +27,13 @@ pub trait Progress: Send + Sync {
     fn earlier_update(&self) -> Option<String> {
         None
     }
+    /// `done` bundles of recipe `version` are pushed, followed and activated: a later attempt
+    /// starts after them (and the update of the last one is no longer to be followed).
+    async fn recipe_done(&self, _version: &str, _done: u32) {}
+    /// How many bundles of recipe `version` an earlier attempt of this step finished.
+    fn earlier_recipe(&self, _version: &str) -> u32 {
+        0
+    }
     /// A finished firmware update named the version the device now runs.
     fn firmware_reported(&self, _version: &str) {}
     /// The device staged firmware images that go live only with the rack's AC cycle.

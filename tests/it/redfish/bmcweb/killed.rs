@@ -12,8 +12,6 @@ use crate::support::ops::temporal_address;
 use crate::support::redfish::{PASSWORD, TempDir, USER, free_port};
 use crate::support::{Backend, TestDb};
 
-const MONITOR: &str = "GET /redfish/v1/TaskService/Tasks/1/Monitor";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_mid_update_is_followed_by_one_that_polls_the_same_task_and_never_pushes_again()
  {
@@ -22,13 +20,27 @@ async fn a_worker_killed_mid_update_is_followed_by_one_that_polls_the_same_task_
         .expect("bounded in time");
 }
 
-async fn killed_mid_update() {
+/// A Flow API process and a first worker against one bmcweb stand-in serving the GB200 tree,
+/// with one compute tray in rack `gbk` and the catalog `catalog` writes.
+struct Harness {
+    state: super::server::Shared,
+    vars: Vec<(&'static str, String)>,
+    http: Http,
+    first: FlowProcess,
+    _api: FlowProcess,
+    _db: TestDb,
+    _dir: TempDir,
+    _bmc: super::Handle,
+}
+
+/// Each BMC task answers "running" for `polls` monitor reads: more than the first worker makes
+/// before it is killed.
+async fn start(polls: u32, catalog: impl FnOnce(&TempDir) -> std::path::PathBuf) -> Harness {
     let bmc_port = free_port();
-    // Running for more polls than the first worker makes before it is killed.
-    let compute = super::bmc(GB200, bmc_port, |b| b.tasks.running_polls = Some(8)).await;
+    let compute = super::bmc(GB200, bmc_port, |b| b.tasks.running_polls = Some(polls)).await;
     let state = compute.bmc.clone();
     let dir = TempDir::new();
-    let catalog = push_or_fetch_catalog(&dir);
+    let catalog = catalog(&dir);
     let db = TestDb::new(Backend::Sqlite).await;
     let port = free_port();
     let vars = vec![
@@ -48,7 +60,7 @@ async fn killed_mid_update() {
         ("FLOW_FIRMWARE_CATALOG", catalog.display().to_string()),
     ];
     let api = FlowProcess::spawn(&["serve", "--no-worker"], &vars);
-    let mut first = FlowProcess::spawn(&["worker"], &vars);
+    let first = FlowProcess::spawn(&["worker"], &vars);
     let http = Http::new(port);
     http.wait_up(&api).await;
     let c1 = tray(
@@ -62,43 +74,75 @@ async fn killed_mid_update() {
         .call("POST", "/v1/expected-racks", Some(&rack("gbk", vec![c1])))
         .await;
     assert_eq!(created.status, 201, "{created:?}");
-    // Attempts beyond the first come only from the kill; the wait outlasts both workers' polls.
+    Harness {
+        state,
+        vars,
+        http,
+        first,
+        _api: api,
+        _db: db,
+        _dir: dir,
+        _bmc: compute,
+    }
+}
+
+/// Submits the upgrade to `version` under a rule of `actions` whose attempts beyond the first
+/// come only from the kill; returns the task id.
+async fn upgrade(h: &Harness, version: &str, actions: serde_json::Value) -> String {
     let rule = json!({"name": "firmware after a kill", "operation": "upgrade", "stages": [
         {"component_types": ["compute"], "max_parallel": 1, "timeout": "4m",
          "retry": {"max_attempts": 3, "initial_interval": "1s", "backoff_coefficient": 1,
                    "max_interval": "1s"},
-         "actions": [{"action": "firmware_start"},
-                     {"action": "firmware_wait", "timeout": "3m", "poll_interval": "1s"}]}]});
-    let r = http.call("POST", "/v1/operation-rules", Some(&rule)).await;
+         "actions": actions}]});
+    let r = h
+        .http
+        .call("POST", "/v1/operation-rules", Some(&rule))
+        .await;
     assert_eq!(r.status, 201, "{r:?}");
     let body = json!({"target_spec": {"racks": [{"name": "gbk"}]},
-        "target_version": {"compute": "25.06-2"}, "rule_id": r.body["id"]});
-    let r = http
+        "target_version": {"compute": version}, "rule_id": r.body["id"]});
+    let r = h
+        .http
         .call("POST", "/v1/operations/firmware-upgrade", Some(&body))
         .await;
     assert_eq!(r.status, 202, "{r:?}");
-    let task_id = r.body["task_ids"][0].as_str().unwrap().to_string();
+    r.body["task_ids"][0].as_str().unwrap().to_string()
+}
 
-    // Kill once the image is on the BMC and its task monitor has answered "running".
+/// Kills the first worker (SIGKILL) once `pushes` images reached the BMC and task `task`'s
+/// monitor answered "running" `reads` times.
+async fn kill_after(h: &mut Harness, pushes: usize, task: u32, reads: usize) {
+    let monitor = format!("GET /redfish/v1/TaskService/Tasks/{task}/Monitor");
     eventually(
-        Duration::from_secs(90),
+        Duration::from_secs(120),
         "the push's task is followed",
         || {
-            let state = state.clone();
+            let state = h.state.clone();
+            let monitor = monitor.clone();
             async move {
                 let b = state.lock().unwrap();
-                (b.tasks.pushes.len() == 1 && b.requests.iter().any(|r| r == MONITOR)).then_some(())
+                let read = b.requests.iter().filter(|r| **r == monitor).count();
+                (b.tasks.pushes.len() == pushes && read >= reads).then_some(())
             }
         },
     )
     .await;
     let _ = std::process::Command::new("kill")
-        .args(["-KILL", &first.pid().to_string()])
+        .args(["-KILL", &h.first.pid().to_string()])
         .status();
-    first.wait(Duration::from_secs(10)).await.expect("killed");
-    let polled_before = monitor_reads(&state);
+    h.first.wait(Duration::from_secs(10)).await.expect("killed");
+}
 
-    let _second = FlowProcess::spawn(&["worker"], &vars);
+async fn killed_mid_update() {
+    let mut h = start(8, push_or_fetch_catalog).await;
+    let actions = json!([{"action": "firmware_start"},
+                         {"action": "firmware_wait", "timeout": "3m", "poll_interval": "1s"}]);
+    let task_id = upgrade(&h, "25.06-2", actions).await;
+    // The update's handle travels in the step's first heartbeat, which is sent at once.
+    kill_after(&mut h, 1, 1, 1).await;
+    let polled_before = monitor_reads(&h.state, 1);
+    let _second = FlowProcess::spawn(&["worker"], &h.vars);
+    let (state, http) = (&h.state, &h.http);
     let task = http.wait_task_end(&task_id, Duration::from_secs(180)).await;
     assert_eq!(task["status"], "succeeded", "{task}");
     let step = &task["stages"][0]["components"][0];
@@ -116,7 +160,7 @@ async fn killed_mid_update() {
     assert_eq!(pushes, 1, "{:?}", b.requests);
     drop(b);
     assert!(
-        monitor_reads(&state) > polled_before,
+        monitor_reads(state, 1) > polled_before,
         "the second worker followed task 1"
     );
     assert!(
@@ -126,13 +170,84 @@ async fn killed_mid_update() {
     );
 }
 
-/// Reads of task 1's monitor or its Task resource so far.
-fn monitor_reads(state: &super::server::Shared) -> usize {
+/// Reads of task `task`'s monitor or its Task resource so far.
+fn monitor_reads(state: &super::server::Shared, task: u32) -> usize {
+    let task = format!("GET /redfish/v1/TaskService/Tasks/{task}");
     state
         .lock()
         .unwrap()
         .requests
         .iter()
-        .filter(|r| r.starts_with("GET /redfish/v1/TaskService/Tasks/1"))
+        .filter(|r| **r == task || r.starts_with(&format!("{task}/")))
         .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_in_a_recipes_second_bundle_is_followed_by_one_that_goes_on_from_there() {
+    tokio::time::timeout(Duration::from_secs(300), killed_mid_recipe())
+        .await
+        .expect("bounded in time");
+}
+
+/// A two-bundle recipe (BMC, then CPLD; both live without activation) for compute trays.
+fn two_bundles(dir: &TempDir) -> std::path::PathBuf {
+    let bmc = dir.write("bmc.fwpkg", r#"{"install": {"FW_BMC_0": "25.06-2"}}"#);
+    let cpld = dir.write("cpld.fwpkg", r#"{"install": {"FW_CPLD_0": "0.1C"}}"#);
+    let bundle = |file: &std::path::Path, expect: &str| {
+        format!(
+            "[[firmware.bundle]]\nfile = {:?}\nactivate = \"none\"\n[firmware.bundle.expect]\n{expect}\n",
+            file.display().to_string()
+        )
+    };
+    let text = format!(
+        "[[firmware]]\ntype = \"compute\"\nversion = \"gb200-r1\"\n{}{}",
+        bundle(&bmc, "FW_BMC_0 = \"25.06-2\""),
+        bundle(&cpld, "FW_CPLD_0 = \"0.1C\""),
+    );
+    dir.write("recipe.toml", &text)
+}
+
+async fn killed_mid_recipe() {
+    let mut h = start(20, two_bundles).await;
+    let actions = json!([{"action": "firmware_recipe", "timeout": "3m", "poll_interval": "1s"}]);
+    let task_id = upgrade(&h, "gb200-r1", actions).await;
+    // Bundle 0 is done; bundle 1's push is on the BMC and running when the worker dies, long
+    // enough after it started (10 polls a second apart) for Temporal to have the heartbeat
+    // that says so: the SDK sends one at most every 8 s (0.8 of the 10 s heartbeat timeout).
+    kill_after(&mut h, 2, 2, 10).await;
+    let polled_before = monitor_reads(&h.state, 2);
+    let _second = FlowProcess::spawn(&["worker"], &h.vars);
+    let task = h
+        .http
+        .wait_task_end(&task_id, Duration::from_secs(180))
+        .await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    let step = &task["stages"][0]["components"][0];
+    assert_eq!(
+        step["attempts"], 2,
+        "the killed attempt, then one more: {task}"
+    );
+    let b = h.state.lock().unwrap();
+    let files: Vec<String> = b
+        .tasks
+        .pushes
+        .iter()
+        .map(|p| String::from_utf8_lossy(&p.file).into_owned())
+        .collect();
+    assert_eq!(files.len(), 2, "each bundle pushed once: {files:?}");
+    assert!(
+        files[0].contains("FW_BMC_0") && files[1].contains("FW_CPLD_0"),
+        "{files:?}"
+    );
+    drop(b);
+    assert!(
+        monitor_reads(&h.state, 2) > polled_before,
+        "the second worker followed bundle 1's task"
+    );
+    let said = step.to_string();
+    assert!(
+        said.contains("bundles before 1 done by an earlier attempt")
+            && said.contains("bundle 1 (followed an earlier attempt's push)"),
+        "{step}"
+    );
 }
