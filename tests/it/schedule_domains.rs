@@ -131,4 +131,35 @@ async fn a_schedule_on_a_domain_fires_on_the_racks_the_domain_holds_at_each_fire
             .len(),
         1
     );
+
+    // A schedule that names rack 2 itself, then gets the domain added: rack 2 keeps its own
+    // entry (no domain tag: it will not leave with the domain), widened to every type as any
+    // addition widens a rack already in scope; rack 3 comes with the domain.
+    let mut named = schedule("named", "nvl-a");
+    named["target_spec"] =
+        json!({"racks": [{"name": "rack-0002", "component_types": ["compute"]}]});
+    let created = ops.app.post("/v1/task-schedules", &named).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let named_id = created.body["id"].as_str().unwrap().to_string();
+    let path = format!("/v1/task-schedules/{named_id}/scope");
+    let before = ops.app.get(&path).await.body["items"][0].clone();
+    let added = ops
+        .app
+        .post(
+            &path,
+            &json!({"target_spec": {"nvl_domains": [{"name": "nvl-a"}]}}),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.text);
+    let scope = ops.app.get(&path).await;
+    let items = scope.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{}", scope.text);
+    let own = items.iter().find(|s| s["id"] == before["id"]).unwrap();
+    assert!(own["nvl_domain_id"].is_null(), "{}", scope.text);
+    assert_eq!(own["component_types"], json!([]), "{}", scope.text);
+    let tagged = items
+        .iter()
+        .filter(|s| !s["nvl_domain_id"].is_null())
+        .count();
+    assert_eq!(tagged, 1, "{}", scope.text);
 }
