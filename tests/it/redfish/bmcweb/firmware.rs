@@ -236,6 +236,15 @@ async fn a_bmc_with_only_http_push_uri_gets_the_bare_image() {
     assert_eq!(b.tasks.pushes[0].file, bundle.as_bytes());
 }
 
+/// One `[[firmware.bundle]]` of a catalog entry: the image `file`, its activation and the part
+/// versions it expects (TOML lines).
+pub(super) fn bundle(file: &std::path::Path, activate: &str, expect: &str) -> String {
+    format!(
+        "[[firmware.bundle]]\nfile = {:?}\nactivate = \"{activate}\"\n[firmware.bundle.expect]\n{expect}\n",
+        file.display().to_string()
+    )
+}
+
 /// A GB200-shaped recipe for compute trays: the BMC bundle (bmc_reset), then the CPLD
 /// (ac_cycle) and the BIOS (power_cycle); `fail` makes the BIOS bundle's task end in Exception.
 fn recipe(dir: &TempDir, fail: bool) -> std::path::PathBuf {
@@ -248,12 +257,6 @@ fn recipe(dir: &TempDir, fail: bool) -> std::path::PathBuf {
         )
     } else {
         dir.write("bios.fwpkg", r#"{"install": {"FW_BMC_0": "25.06-2"}}"#)
-    };
-    let bundle = |file: &std::path::Path, activate: &str, expect: &str| {
-        format!(
-            "[[firmware.bundle]]\nfile = {:?}\nactivate = \"{activate}\"\n[firmware.bundle.expect]\n{expect}\n",
-            file.display().to_string()
-        )
     };
     let text = format!(
         "[[firmware]]\ntype = \"compute\"\nversion = \"gb200-r1\"\n{}{}{}",

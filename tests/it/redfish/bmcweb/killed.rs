@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::firmware::bundle;
 use super::racks::{push_or_fetch_catalog, rack, tray};
 use super::tree::GB200;
 use crate::faults::support::{FlowProcess, Http, eventually};
@@ -193,16 +194,10 @@ async fn a_worker_killed_in_a_recipes_second_bundle_is_followed_by_one_that_goes
 fn two_bundles(dir: &TempDir) -> std::path::PathBuf {
     let bmc = dir.write("bmc.fwpkg", r#"{"install": {"FW_BMC_0": "25.06-2"}}"#);
     let cpld = dir.write("cpld.fwpkg", r#"{"install": {"FW_CPLD_0": "0.1C"}}"#);
-    let bundle = |file: &std::path::Path, expect: &str| {
-        format!(
-            "[[firmware.bundle]]\nfile = {:?}\nactivate = \"none\"\n[firmware.bundle.expect]\n{expect}\n",
-            file.display().to_string()
-        )
-    };
     let text = format!(
         "[[firmware]]\ntype = \"compute\"\nversion = \"gb200-r1\"\n{}{}",
-        bundle(&bmc, "FW_BMC_0 = \"25.06-2\""),
-        bundle(&cpld, "FW_CPLD_0 = \"0.1C\""),
+        bundle(&bmc, "none", "FW_BMC_0 = \"25.06-2\""),
+        bundle(&cpld, "none", "FW_CPLD_0 = \"0.1C\""),
     );
     dir.write("recipe.toml", &text)
 }
