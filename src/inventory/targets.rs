@@ -12,7 +12,7 @@ use crate::db::entities::{components, racks};
 use crate::domain::Device;
 use crate::domain::operation::{ComponentTarget, DomainRef, RackRef, TargetSpec};
 use crate::error::{Error, FieldError, Result};
-use crate::ids::{ComponentId, RackId};
+use crate::ids::{ComponentId, NvlDomainId, RackId};
 
 /// Component types that operations drive; the others are inventory only.
 pub const DRIVEN_TYPES: [ComponentType; 3] = [
@@ -150,9 +150,17 @@ pub async fn domain_racks(
         (DomainRef::Name(name), Some(d)) if d.name == *name => d,
         _ => return Err(Error::not_found("nvl domain", domain)),
     };
+    live_racks_of(db, found.id.into()).await
+}
+
+/// The live racks attached to domain `id`, in name order (none for a domain that is gone).
+pub async fn live_racks_of(
+    db: &impl ConnectionTrait,
+    id: NvlDomainId,
+) -> Result<Vec<racks::Model>> {
     Ok(racks::Entity::find()
         .filter(racks::Column::DeletedAt.is_null())
-        .filter(racks::Column::NvlDomainId.eq(found.id))
+        .filter(racks::Column::NvlDomainId.eq(id.uuid()))
         .order_by_asc(racks::Column::Name)
         .all(db)
         .await?)

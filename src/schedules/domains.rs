@@ -7,17 +7,16 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::model::{ResolvedRack, Scope};
 use super::store;
 use crate::audit::{self, Change};
-use crate::db::entities::racks;
 use crate::domain::operation::DomainRef;
 use crate::error::{Error, Result, Violations};
 use crate::ids::{NvlDomainId, RackId, ScheduleId};
-use crate::inventory::targets::domain_racks;
+use crate::inventory::targets::{domain_racks, live_racks_of};
 
 /// The live racks of each domain asked for; an unknown or empty domain is a field error.
 pub(super) async fn resolve(
@@ -59,10 +58,7 @@ pub(super) async fn follow(
     let domains: HashSet<NvlDomainId> = scopes.iter().filter_map(|s| s.nvl_domain_id).collect();
     let (mut joined, mut left) = (Vec::new(), Vec::new());
     for domain in domains {
-        let live: Vec<RackId> = racks::Entity::find()
-            .filter(racks::Column::NvlDomainId.eq(domain.uuid()))
-            .filter(racks::Column::DeletedAt.is_null())
-            .all(db)
+        let live: Vec<RackId> = live_racks_of(db, domain)
             .await?
             .into_iter()
             .map(|r| r.id.into())

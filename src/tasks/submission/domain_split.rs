@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -40,12 +40,7 @@ pub async fn splits(db: &impl ConnectionTrait, targeted: &[RackId]) -> Result<Ve
     let domains: BTreeSet<Uuid> = rows.iter().filter_map(|r| r.nvl_domain_id).collect();
     let mut out = Vec::new();
     for domain_id in domains {
-        let members = racks::Entity::find()
-            .filter(racks::Column::DeletedAt.is_null())
-            .filter(racks::Column::NvlDomainId.eq(domain_id))
-            .order_by_asc(racks::Column::Name)
-            .all(db)
-            .await?;
+        let members = crate::inventory::targets::live_racks_of(db, domain_id.into()).await?;
         let left_out: Vec<String> = members
             .into_iter()
             .filter(|m| !ids.contains(&m.id))
