@@ -90,9 +90,12 @@ fn with_etag(status: StatusCode, component: Component) -> impl IntoResponse {
     (status, headers, axum::Json(ComponentDoc::from(component)))
 }
 
+/// `rack_busy` is what the lookup read beside the component (`None` when it did not): on an
+/// idle rack nothing is under maintenance, and the mark needs no query of its own.
 async fn respond_with_rack(
     state: &AppState,
     component: Component,
+    rack_busy: Option<bool>,
     with_rack: bool,
 ) -> ApiResult<(HeaderMap, JsonAnswer<ComponentWithRackDoc>)> {
     let revision = component.revision;
@@ -100,7 +103,9 @@ async fn respond_with_rack(
     let mut headers = HeaderMap::new();
     headers.insert(header::ETAG, etag(revision));
     let mut doc = ComponentWithRackDoc::from(found);
-    super::maintenance::mark_components(state.db(), &mut [&mut doc.component]).await?;
+    if rack_busy != Some(false) {
+        super::maintenance::mark_components(state.db(), &mut [&mut doc.component]).await?;
+    }
     if let Some(rack) = doc.rack.take() {
         let mut racks = [rack];
         super::maintenance::mark_racks(state.db(), &mut racks).await?;
@@ -209,10 +214,10 @@ pub async fn get_component_by_serial(
     if q.serial_number.trim().is_empty() {
         return Err(Error::invalid("serial_number", "must not be empty").into());
     }
-    let component =
+    let found =
         components::find_by_serial(state.lookups(), &q.manufacturer, q.serial_number.trim())
             .await?;
-    respond_with_rack(&state, component, q.with_rack).await
+    respond_with_rack(&state, found.component, Some(found.rack_busy), q.with_rack).await
 }
 
 /// Find a component by BMC MAC
@@ -233,7 +238,7 @@ pub async fn get_component_by_mac(
     let mac = MacAddress::parse(&mac)
         .ok_or_else(|| Error::invalid("mac", format!("{mac:?} is not a MAC address")))?;
     let component = components::get_by_mac(state.db(), mac.as_str()).await?;
-    respond_with_rack(&state, component, q.with_rack).await
+    respond_with_rack(&state, component, None, q.with_rack).await
 }
 
 /// Get a component
@@ -253,8 +258,8 @@ pub async fn get_component(
     Query(q): Query<WithRackQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let id = uuid_param("id", &id)?;
-    let component = components::find(state.db(), id.into()).await?;
-    respond_with_rack(&state, component, q.with_rack).await
+    let found = components::find(state.db(), id.into()).await?;
+    respond_with_rack(&state, found.component, Some(found.rack_busy), q.with_rack).await
 }
 
 /// Patch a component

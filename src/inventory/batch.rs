@@ -15,8 +15,7 @@ use std::sync::{Arc, OnceLock};
 use sea_orm::{DatabaseConnection, DbBackend, QueryResult};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::lookup::{self, COMPONENTS_BY_SERIALS, Key};
-use super::model::Component;
+use super::lookup::{self, COMPONENTS_BY_SERIALS, Key, Looked};
 use crate::error::Result;
 
 /// Most lookups one statement carries.
@@ -33,7 +32,7 @@ fn in_flight() -> usize {
 /// alone. When a shared statement fails its waiters get no answer (the sender is dropped) and
 /// each looks up alone, so that it gets its own error — unless the database is unreachable:
 /// then they all get `Unavailable` at once.
-type Reply = Result<Option<Component>>;
+type Reply = Result<Option<Looked>>;
 
 struct Pending {
     manufacturer_key: String,
@@ -60,7 +59,7 @@ impl SerialLookups {
     }
 
     /// The live component with this manufacturer key and serial number, if any.
-    pub async fn find(&self, manufacturer_key: &str, serial: &str) -> Result<Option<Component>> {
+    pub async fn find(&self, manufacturer_key: &str, serial: &str) -> Result<Option<Looked>> {
         let alone = || {
             lookup::lookup_pooled(
                 &self.db,
@@ -178,11 +177,11 @@ async fn answer(db: &DatabaseConnection, batch: Vec<Pending>) {
 
 /// Gives each waiter its component: moved out to the last (usually only) one who asked for it,
 /// copied for the others (the same serial may be asked twice in one batch).
-fn hand_out(batch: Vec<Pending>, found: Vec<(String, Component)>) {
+fn hand_out(batch: Vec<Pending>, found: Vec<(String, Looked)>) {
     let index: HashMap<(&str, &str), usize> = found
         .iter()
         .enumerate()
-        .map(|(i, (key, c))| ((key.as_str(), c.serial_number.as_str()), i))
+        .map(|(i, (key, l))| ((key.as_str(), l.component.serial_number.as_str()), i))
         .collect();
     let wanted: Vec<Option<usize>> = batch
         .iter()
@@ -197,7 +196,7 @@ fn hand_out(batch: Vec<Pending>, found: Vec<(String, Component)>) {
     for i in wanted.iter().flatten() {
         askers[*i] += 1;
     }
-    let mut found: Vec<Option<Component>> = found.into_iter().map(|(_, c)| Some(c)).collect();
+    let mut found: Vec<Option<Looked>> = found.into_iter().map(|(_, c)| Some(c)).collect();
     for (pending, wanted) in batch.into_iter().zip(wanted) {
         let component = wanted.and_then(|i| {
             askers[i] -= 1;

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::batch::SerialLookups;
 use super::live::{component_for_write, rack_ids_named, rack_row};
+pub use super::lookup::Looked;
 use super::lookup::{self, COMPONENT_BY_SERIAL, Key, lookup_component};
 use super::model::{Component, ComponentType, NewComponent, Rack};
 use super::query::{manufacturer_key, with_text_filters};
@@ -88,11 +89,12 @@ pub async fn get_by_serial(
     let values = [manufacturer_key(manufacturer).into(), serial.into()];
     lookup_component(db, COMPONENT_BY_SERIAL, values)
         .await?
+        .map(|found| found.component)
         .ok_or_else(|| Error::not_found("component", format!("{manufacturer} {serial}")))
 }
 
 /// [`get`] outside any transaction, the API's read path.
-pub async fn find(db: &DatabaseConnection, id: ComponentId) -> Result<Component> {
+pub async fn find(db: &DatabaseConnection, id: ComponentId) -> Result<Looked> {
     let id = Uuid::from(id);
     lookup::lookup_pooled(db, Key::Id(id))
         .await?
@@ -104,7 +106,7 @@ pub async fn find_by_serial(
     lookups: &SerialLookups,
     manufacturer: &str,
     serial: &str,
-) -> Result<Component> {
+) -> Result<Looked> {
     let found = lookups
         .find(&manufacturer_key(manufacturer), serial)
         .await?;

@@ -18,8 +18,11 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> UiResult {
     let id = uuid_param("id", &id)?;
-    let mut c =
-        ComponentDoc::from(crate::inventory::components::find(state.db(), id.into()).await?);
+    let mut c = ComponentDoc::from(
+        crate::inventory::components::find(state.db(), id.into())
+            .await?
+            .component,
+    );
     crate::api::maintenance::mark_components(state.db(), &mut [&mut c]).await?;
     let rack = match c.rack_id {
         Some(r) => Some(crate::inventory::racks::get(state.db(), r.into(), false).await?),

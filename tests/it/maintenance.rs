@@ -52,6 +52,23 @@ async fn wait_metric(ops: &Ops, line: &str, present: bool) {
     }
 }
 
+/// Lookups by serial read the rack's running tasks in their own statement: one alone and sixteen
+/// at once (on PostgreSQL those share batched statements) all carry the mark, or all lack it.
+async fn lookups_by_serial_say_so(ops: &Ops, maker: &Value, serial: &str, task: Option<&str>) {
+    let url = format!(
+        "/v1/components/by-serial?manufacturer={}&serial_number={serial}",
+        maker.as_str().unwrap()
+    );
+    let alone = ops.app.get(&url).await;
+    let burst = futures::future::join_all((0..16).map(|_| ops.app.get(&url))).await;
+    for read in std::iter::once(&alone).chain(&burst) {
+        assert_eq!(read.status, 200, "{}", read.text);
+        let c = &read.body["component"];
+        assert_eq!(c["in_maintenance"], task.is_some(), "{}", read.text);
+        assert_eq!(c["maintenance_task_id"], json!(task), "{}", read.text);
+    }
+}
+
 fn component<'a>(rack: &'a Value, serial: &str) -> &'a Value {
     rack["components"]
         .as_array()
@@ -100,6 +117,16 @@ async fn a_running_tasks_components_are_in_maintenance_in_reads_console_and_metr
         shelf.text
     );
     assert_eq!(shelf.body["component"]["maintenance_task_id"], Value::Null);
+    lookups_by_serial_say_so(
+        &ops,
+        &component(&rack, SLOW)["manufacturer"],
+        SLOW,
+        Some(&task),
+    )
+    .await;
+    let shelf_serial = format!("SN-{N}-powershelf-00");
+    let shelf_maker = &component(&rack, &shelf_serial)["manufacturer"];
+    lookups_by_serial_say_so(&ops, shelf_maker, &shelf_serial, None).await;
     let listed = ops
         .app
         .get(&format!("/v1/components?rack_id={rack_id}&type=compute"))
@@ -147,6 +174,8 @@ async fn a_running_tasks_components_are_in_maintenance_in_reads_console_and_metr
         read.text
     );
     assert_eq!(read.body["component"]["maintenance_task_id"], Value::Null);
+    let maker = &component(&rack, SLOW)["manufacturer"];
+    lookups_by_serial_say_so(&ops, maker, SLOW, None).await;
     let rack_read = ops.app.get(&format!("/v1/racks/{rack_id}")).await;
     assert_eq!(
         rack_read.body["in_maintenance"], false,
