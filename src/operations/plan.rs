@@ -105,7 +105,12 @@ pub fn build(rule: &Rule, source: RuleSource, operation: &Operation, devices: &[
     for stage in &rule.definition.stages {
         let of_types: Vec<Device> = devices
             .iter()
-            .filter(|d| stage.component_types.contains(&d.kind) && operation.touches(d.kind))
+            // An AC cycle is the rack's: its stages take every targeted device of their types,
+            // also those of types the request installs nothing on (the shelves that cut power).
+            .filter(|d| {
+                stage.component_types.contains(&d.kind)
+                    && (stage.when.is_some() || operation.touches(d.kind))
+            })
             .cloned()
             .collect();
         if of_types.is_empty() {

@@ -1,7 +1,7 @@
 //! Firmware recipes on simulated devices in a full Temporal run: every tray's bundles in order
 //! with their activations, the rack's AC cycle through its shelves once every tray staged its
 //! images, the parts verified after it, a failing bundle reported per component, and the AC
-//! cycle skipped when no bundle needs it.
+//! cycle skipped when no bundle needs it; a bring-up runs the desired firmware's recipe the same way.
 
 use std::time::Duration;
 
@@ -17,6 +17,10 @@ ops_on_both_backends!(
     an_upgrade_runs_each_trays_recipe_then_ac_cycles_the_rack_once_and_verifies: |b: OpsBuilder| b.sim(|s| recipes(s, true, None)),
     a_failing_bundle_fails_its_trays_naming_the_bundle: |b: OpsBuilder| b.sim(|s| recipes(s, true, Some(1))),
     without_an_ac_cycle_bundle_the_ac_cycle_stages_are_skipped: |b: OpsBuilder| b.sim(|s| recipes(s, false, None)),
+    a_bring_up_whose_desired_firmware_is_a_recipe_runs_it_and_ac_cycles_the_rack: |b: OpsBuilder| b.sim(|s| {
+        recipes(s, true, None);
+        s.desired_firmware = "gb200-r1".into();
+    }),
 );
 
 const CATALOG: &str = r#"
@@ -229,6 +233,52 @@ async fn without_an_ac_cycle_bundle_the_ac_cycle_stages_are_skipped(ops: Ops) {
                 .filter(|e| e.component_id == id)
                 .map(|e| e.op)
                 .collect::<Vec<_>>()
+        );
+    }
+}
+
+async fn a_bring_up_whose_desired_firmware_is_a_recipe_runs_it_and_ac_cycles_the_rack(ops: Ops) {
+    let rack = ops.app.create_rack(&gb200_rack(1, 1)).await;
+    let r = ops
+        .app
+        .post(
+            &format!("/v1/racks/{}/bring-up", rack["id"].as_str().unwrap()),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let task = ops.wait_end(r.body["task_ids"][0].as_str().unwrap()).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    let names: Vec<&str> = task["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"AC cycle: shelves off to drain"),
+        "{names:?}"
+    );
+    let events = ops.sim.events();
+    let bundles = |kind| {
+        events
+            .iter()
+            .filter(|e| e.kind == kind && e.op == "firmware_start")
+            .count()
+    };
+    use flow::domain::ComponentType::{Compute, NvSwitch, PowerShelf};
+    assert_eq!(bundles(Compute), 3, "three bundles on the one compute tray");
+    assert_eq!(bundles(NvSwitch), 4, "two bundles on each NVSwitch tray");
+    let shelf_offs = events
+        .iter()
+        .filter(|e| e.kind == PowerShelf && e.op == "force_power_off")
+        .count();
+    assert_eq!(shelf_offs, 2, "one AC cycle: each shelf off once");
+    for (id, kind) in trays(&rack) {
+        assert_eq!(
+            ops.sim.firmware_of(id).as_deref(),
+            Some("gb200-r1"),
+            "{kind}"
         );
     }
 }

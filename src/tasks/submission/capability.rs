@@ -63,7 +63,47 @@ pub(super) fn gaps(plan: &Plan, registry: &Registry) -> Vec<String> {
         }
         device_gaps(plan, stage, registry, &mut out);
     }
+    ac_cycle_gap(plan, registry, &mut out);
     out
+}
+
+/// A tray whose recipe stages images for the rack's AC cycle, in a task with no power shelf to
+/// cut the power (the request left them out): the images would never go live and the trays'
+/// verification could only time out, so the rack is refused up front.
+fn ac_cycle_gap(plan: &Plan, registry: &Registry, out: &mut Vec<String>) {
+    let shelves_cut = plan.stages.iter().any(|s| {
+        s.when.is_some()
+            && s.devices
+                .iter()
+                .any(|d| d.kind == ComponentType::PowerShelf)
+    });
+    if shelves_cut {
+        return;
+    }
+    for stage in &plan.stages {
+        if !stage
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::FirmwareRecipe { .. }))
+        {
+            continue;
+        }
+        for device in &stage.devices {
+            let Some(firmware) = registry.get(device.kind).and_then(|s| s.firmware.as_ref()) else {
+                continue;
+            };
+            let Some(recipe) = firmware.recipe(device, &plan.firmware_for(device.kind)) else {
+                continue;
+            };
+            if recipe.needs_ac_cycle() {
+                out.push(format!(
+                    "stage {} ({}): recipe {} on {} stages images that only the rack's AC cycle makes live, but the task has no power shelf to cut the power (target the whole rack, power shelves included)",
+                    stage.number, stage.name, recipe.version, device.name
+                ));
+                return;
+            }
+        }
+    }
 }
 
 /// What each device's manager says about the plan's power and firmware actions, asking the

@@ -102,7 +102,11 @@ impl TaskService {
         spec: &OperationSpec,
         request_id: OperationRequestId,
     ) -> Result<Submission> {
-        let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
+        let work = planner::narrow(
+            spec,
+            resolve::resolve(&self.db, &spec.targets).await?,
+            self.managers.as_deref(),
+        );
         self.check_radius(work.len(), "this request", "target_spec")?;
         // Held or not-ready targets, or an engine known to be down, refuse before any write: a
         // task that cannot start must never be created (and answered 202). Bad targets: 4xx.
@@ -245,7 +249,11 @@ impl TaskService {
         spec: &OperationSpec,
     ) -> Result<Vec<readiness::Obstacle>> {
         preview::check(&self.db, spec).await?;
-        let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
+        let work = planner::narrow(
+            spec,
+            resolve::resolve(&self.db, &spec.targets).await?,
+            self.managers.as_deref(),
+        );
         let scope = readiness::Scope::of(&work);
         readiness::obstacles(&self.db, &spec.operation, &scope, self.clock.now()).await
     }

@@ -111,12 +111,40 @@ pub struct Decision {
 pub type ResolvedRule = (Rule, RuleSource);
 
 /// The racks' devices the operation acts on: a firmware upgrade with per-type versions leaves
-/// the other types out of the task (its components, its plan, its maintenance marks) entirely.
-pub fn narrow(spec: &OperationSpec, mut work: Vec<RackWork>) -> Vec<RackWork> {
+/// the other types out of the task (its components, its plan, its maintenance marks) entirely —
+/// unless a tray's recipe needs the rack's AC cycle: then the whole targeted rack takes part,
+/// since its shelves cut the power and every tray loses it (they run only the AC-cycle stages).
+pub fn narrow(
+    spec: &OperationSpec,
+    mut work: Vec<RackWork>,
+    managers: Option<&Registry>,
+) -> Vec<RackWork> {
     for rack in &mut work {
-        rack.devices.retain(|d| spec.operation.touches(d.kind));
+        let whole = managers.is_some_and(|m| needs_ac_cycle(spec, rack, m));
+        if !whole {
+            rack.devices.retain(|d| spec.operation.touches(d.kind));
+        }
     }
     work
+}
+
+/// Whether a device the upgrade installs on runs a recipe with an `ac_cycle` bundle.
+fn needs_ac_cycle(spec: &OperationSpec, rack: &RackWork, managers: &Registry) -> bool {
+    let crate::domain::operation::Operation::FirmwareUpgrade { firmware, .. } = &spec.operation
+    else {
+        return false;
+    };
+    rack.devices
+        .iter()
+        .filter(|d| spec.operation.touches(d.kind))
+        .any(|d| {
+            let request = crate::operations::plan::for_type(firmware, d.kind);
+            managers
+                .get(d.kind)
+                .and_then(|s| s.firmware.as_ref())
+                .and_then(|f| f.recipe(d, &request))
+                .is_some_and(|r| r.needs_ac_cycle())
+        })
 }
 
 /// The rule the rack's task would run, resolved now; `None` when the rack has nothing to run.

@@ -32,7 +32,7 @@ pub async fn preview(
     managers: Option<&Registry>,
 ) -> Result<Vec<RackPreview>> {
     check(db, spec).await?;
-    let work = planner::narrow(spec, resolve::resolve(db, &spec.targets).await?);
+    let work = planner::narrow(spec, resolve::resolve(db, &spec.targets).await?, managers);
     // The dry run refuses a split domain exactly as the submission would.
     super::domain_split::check_work(db, spec, &work).await?;
     let mut out = Vec::new();

@@ -22,7 +22,11 @@ impl TaskService {
     /// type: roll those back in separate requests).
     pub async fn rollback_versions(&self, spec: &OperationSpec) -> Result<FirmwareRequest> {
         preview::check(&self.db, spec).await?;
-        let work = planner::narrow(spec, resolve::resolve(&self.db, &spec.targets).await?);
+        let work = planner::narrow(
+            spec,
+            resolve::resolve(&self.db, &spec.targets).await?,
+            self.managers.as_deref(),
+        );
         let devices: Vec<_> = work.iter().flat_map(|r| &r.devices).collect();
         let ids: Vec<_> = devices.iter().map(|d| d.component_id).collect();
         let history = firmware_history::previous_versions(&self.db, &ids).await?;

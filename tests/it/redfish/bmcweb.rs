@@ -2,6 +2,29 @@
 //! a stand-in that behaves like bmcweb: the host system among several, ids that stay unique,
 //! actions checked against their ActionInfo, power as the original maps it, the BMC's reboot.
 
+/// Declares each `name => body` test twice, on PostgreSQL and on SQLite.
+macro_rules! on_both {
+    ($($name:ident => $body:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$body(super::Backend::Postgres).await
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$body(super::Backend::Sqlite).await
+                }
+            )*
+        }
+    };
+}
+
+mod activation;
 mod firmware;
 mod killed;
 mod racks;

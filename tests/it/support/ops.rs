@@ -192,7 +192,18 @@ impl Ops {
 
     /// Polls a task until `done` holds, or panics after 60 s.
     pub async fn wait_task(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        self.wait_task_within(id, Duration::from_secs(60), done)
+            .await
+    }
+
+    /// [`Self::wait_task`] with its own bound, for procedures that take minutes.
+    pub async fn wait_task_within(
+        &self,
+        id: &str,
+        bound: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + bound;
         loop {
             let r = self.app.get(&format!("/v1/tasks/{id}")).await;
             assert_eq!(r.status, 200, "{}", r.text);
@@ -210,7 +221,12 @@ impl Ops {
 
     /// Polls until the task is succeeded, failed or cancelled.
     pub async fn wait_end(&self, id: &str) -> Value {
-        self.wait_task(id, |t| {
+        self.wait_end_within(id, Duration::from_secs(60)).await
+    }
+
+    /// [`Self::wait_end`] with its own bound.
+    pub async fn wait_end_within(&self, id: &str, bound: Duration) -> Value {
+        self.wait_task_within(id, bound, |t| {
             matches!(
                 t["status"].as_str(),
                 Some("succeeded" | "failed" | "cancelled")

@@ -78,12 +78,17 @@ impl SimDevices {
         }
     }
 
+    /// The recipe of the requested version, or without one of the desired version (what a
+    /// bring-up installs).
     pub(super) fn recipe_for(
         &self,
         device: &Device,
         request: &FirmwareRequest,
     ) -> Option<RecipeView> {
-        let version = request.target_version.as_deref()?;
+        let version = request
+            .target_version
+            .as_deref()
+            .unwrap_or(&self.config.desired_firmware);
         self.config
             .catalog
             .find(device.kind, device.model.as_deref(), version)

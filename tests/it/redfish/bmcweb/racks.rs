@@ -396,27 +396,6 @@ async fn no_update_path_is_unsupported_unsent(backend: Backend) {
         .await;
 }
 
-macro_rules! on_both {
-    ($($name:ident => $body:ident),* $(,)?) => {
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$body(super::Backend::Postgres).await
-                }
-            )*
-        }
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$body(super::Backend::Sqlite).await
-                }
-            )*
-        }
-    };
-}
-
 on_both! {
     ingest_registers_every_gb200_tray_with_a_unique_id_and_a_clash_names_both => ingest_keeps_ids_unique,
     a_reset_type_the_bmc_does_not_list_is_unsupported_in_the_dry_run_and_at_submission => unsupported_before_anything_is_sent,

@@ -1,7 +1,8 @@
 //! The stand-in's HTTP side: one handler for every path of the tree, bmcweb's logins (Basic
 //! auth and sessions, the service root open to all), actions checked against the tree, power
-//! that moves through `PoweringOn`/`PoweringOff`, and a reboot after `Manager.Reset` during
-//! which the BMC accepts no connection.
+//! that moves through `PoweringOn`/`PoweringOff`, a reboot after `Manager.Reset` during
+//! which the BMC accepts no connection, and the loss of AC power (the rack's shelves off): the
+//! BMC is gone until power is back and its reboot window has passed, the host is off after it.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use super::tree::{Tree, error, key};
-use super::update;
+use super::update::{self, Activation};
 use crate::support::redfish::{PASSWORD, USER};
 
 /// Reads of a system during which a power change is still under way.
@@ -40,6 +41,8 @@ pub struct Bmc {
     pub reboots: u32,
     /// Times the BMC came back from a reboot.
     pub back: u32,
+    /// The tray has no AC power (see [`Handle::lose_ac`]).
+    pub ac_off: bool,
     reboot: Arc<Notify>,
 }
 
@@ -50,6 +53,29 @@ pub struct Handle {
     pub ip: String,
     pub bmc: Shared,
 }
+
+impl Handle {
+    /// The rack's power shelves went off: the host is off, every staged image becomes live
+    /// (an AC cycle resets every part), and the BMC stops answering until [`Self::restore_ac`].
+    pub fn lose_ac(&self) {
+        let mut b = self.bmc.lock().unwrap();
+        if b.ac_off {
+            return;
+        }
+        b.ac_off = true;
+        b.settling = None;
+        b.tree.set(SYSTEM, "/PowerState", json!("Off"));
+        update::activate(&mut b, None, "AC loss");
+        b.reboot.notify_one();
+    }
+
+    /// Power is back: the BMC boots (its reboot window) and answers again.
+    pub fn restore_ac(&self) {
+        self.bmc.lock().unwrap().ac_off = false;
+    }
+}
+
+const SYSTEM: &str = "/redfish/v1/Systems/System_0";
 
 fn logged_in(b: &Bmc, headers: &HeaderMap) -> bool {
     if let Some(token) = headers.get("x-auth-token").and_then(|v| v.to_str().ok()) {
@@ -120,14 +146,30 @@ fn reset(b: &mut Bmc, resource: &str, name: &str, kind: &str) {
     b.actions.push(format!("{name}:{kind}"));
     let system = match name {
         "ComputerSystem.Reset" => resource.to_string(),
-        "Chassis.Reset" => "/redfish/v1/Systems/System_0".to_string(),
+        "Chassis.Reset" => SYSTEM.to_string(),
         "Manager.Reset" => {
+            update::activate(b, Some(Activation::BmcReset), "Manager.Reset");
             b.reboots += 1;
             b.reboot.notify_one();
             return;
         }
         _ => return,
     };
+    let was_off = b
+        .tree
+        .get(&system)
+        .and_then(|s| s.get("PowerState").cloned())
+        == Some(json!("Off"));
+    // The host's power really goes away: staged power-cycle images go live. A warm restart
+    // (GracefulRestart, ForceRestart) keeps power, so it does not activate them.
+    if kind == "PowerCycle" || (was_off && matches!(kind, "On" | "ForceOn")) {
+        let why = if kind == "PowerCycle" {
+            "PowerCycle"
+        } else {
+            "On after Off"
+        };
+        update::activate(b, Some(Activation::PowerCycle), why);
+    }
     let (during, settles) = match kind {
         "ForceOff" | "GracefulShutdown" => ("PoweringOff", "Off"),
         "Nmi" => return,
@@ -199,6 +241,7 @@ pub async fn start(tree: &str, ip: String, port: u16, configure: impl FnOnce(&mu
         reboot_window: Duration::from_secs(3),
         reboots: 0,
         back: 0,
+        ac_off: false,
         reboot: reboot.clone(),
     };
     configure(&mut bmc);
@@ -231,6 +274,10 @@ pub async fn start(tree: &str, ip: String, port: u16, configure: impl FnOnce(&mu
                 b.tokens.clear();
                 b.reboot_window
             };
+            // Without AC power the BMC stays down; it boots once power is back.
+            while state.lock().unwrap().ac_off {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             tokio::time::sleep(window).await;
         }
     });

@@ -32,11 +32,41 @@ struct Run {
     monitor_done: bool,
 }
 
+/// What makes a staged image live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    BmcReset,
+    PowerCycle,
+    AcCycle,
+}
+
+impl Activation {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "bmc_reset" => Some(Self::BmcReset),
+            "power_cycle" => Some(Self::PowerCycle),
+            "ac_cycle" => Some(Self::AcCycle),
+            _ => None,
+        }
+    }
+}
+
+/// An image staged by a finished task, waiting for its activation.
+#[derive(Debug, Clone)]
+pub struct Staged {
+    pub member: String,
+    pub version: Value,
+    pub on: Activation,
+}
+
 #[derive(Default)]
 pub struct Tasks {
     next: u32,
     runs: HashMap<u32, Run>,
     pub pushes: Vec<Push>,
+    pub staged: Vec<Staged>,
+    /// Each image made live after staging, as `(member, what made it live)`.
+    pub activated: Vec<(String, &'static str)>,
     /// Polls a task stays `Running` (default [`RUNNING_POLLS`]).
     pub running_polls: Option<u32>,
 }
@@ -153,9 +183,16 @@ fn finish(b: &mut Bmc, id: u32) {
     let bundle = b.tasks.runs[&id].bundle.clone();
     let task = format!("{TASKS}/{id}");
     if let Some(installs) = bundle["install"].as_object() {
+        let on = bundle["activate"].as_str().and_then(Activation::parse);
         for (member, version) in installs {
-            let path = format!("/redfish/v1/UpdateService/FirmwareInventory/{member}");
-            b.tree.set(&path, "/Version", version.clone());
+            match on {
+                Some(on) => b.tasks.staged.push(Staged {
+                    member: member.clone(),
+                    version: version.clone(),
+                    on,
+                }),
+                None => install(b, member, version.clone()),
+            }
         }
         b.tree.set(&task, "/TaskState", json!("Completed"));
         b.tree.set(&task, "/PercentComplete", json!(100));
@@ -177,6 +214,24 @@ fn finish(b: &mut Bmc, id: u32) {
             json!([{"MessageId": "Update.1.0.ApplyFailed",
             "Message": why}]),
         );
+    }
+}
+
+fn install(b: &mut Bmc, member: &str, version: Value) {
+    let path = format!("/redfish/v1/UpdateService/FirmwareInventory/{member}");
+    b.tree.set(&path, "/Version", version);
+}
+
+/// Makes live the images staged for `on`, or every staged image when `on` is `None` (the tray
+/// lost its power); `why` is recorded with each.
+pub fn activate(b: &mut Bmc, on: Option<Activation>, why: &'static str) {
+    let (live, kept): (Vec<Staged>, Vec<Staged>) = std::mem::take(&mut b.tasks.staged)
+        .into_iter()
+        .partition(|s| on.is_none_or(|on| s.on == on));
+    b.tasks.staged = kept;
+    for s in live {
+        b.tasks.activated.push((s.member.clone(), why));
+        install(b, &s.member, s.version);
     }
 }
 
