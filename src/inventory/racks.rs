@@ -12,13 +12,15 @@ use super::model::{Change, NewComponent, NewRack, PatchReport, Rack, RackPatch};
 use super::query::{manufacturer_key, with_text_filters};
 use super::revision::cas_failed;
 use super::rows::{attach_components, rack_from_row};
-use super::uniqueness::{Candidate, ensure_new_rack_unique, ensure_rack_name_free, on_unique};
+use super::uniqueness::{
+    Candidate, ensure_new_rack_unique, ensure_no_repeats, ensure_rack_name_free, on_unique,
+};
 use super::writes::{
     ensure_room, ensure_soft_deleted, insert_all, rack_as_stored, record_purge, soft_delete_where,
 };
 use crate::db::entities::{components, racks};
 use crate::db::page::{Cursor, Page, PageRequest, keyset_rows};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::ids::RackId;
 
 pub use super::live::resolve_rack as resolve;
@@ -38,8 +40,12 @@ pub struct RackFilter {
 }
 
 /// Creates a rack with all its components and BMCs in one transaction: all or nothing.
+///
+/// The partial unique indexes decide whether a name, serial or MAC is free, so the rows are
+/// written without asking first; only when an index refuses one does a fresh read name every
+/// clash (the refused transaction is gone by then). Asking first cost every import one more
+/// statement, for the rare request that clashes.
 pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) -> Result<Rack> {
-    let txn = crate::db::begin_write(db).await?;
     let candidates: Vec<Candidate<'_>> = new
         .components
         .iter()
@@ -50,7 +56,24 @@ pub async fn create(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) 
             existing: None,
         })
         .collect();
-    ensure_new_rack_unique(&txn, new, &candidates).await?;
+    ensure_no_repeats(&candidates)?;
+    match write_new(db, new, now).await {
+        Err(
+            refused @ Error::Conflict {
+                code: Code::Duplicate,
+                ..
+            },
+        ) => {
+            ensure_new_rack_unique(db, new, &candidates).await?;
+            // Whatever clashed has gone again since: the index's word stands.
+            Err(refused)
+        }
+        written => written,
+    }
+}
+
+async fn write_new(db: &DatabaseConnection, new: &NewRack, now: DateTime<Utc>) -> Result<Rack> {
+    let txn = crate::db::begin_write(db).await?;
     let id = Uuid::now_v7();
     let row = super::writes::rack_row(id, new, now);
     racks::Entity::insert(row.clone())

@@ -10,7 +10,7 @@ mod taken;
 
 pub(crate) use places::{
     DomainSlot, attached_elsewhere, component_elsewhere, domain_slot, ensure_attachable,
-    ensure_new_rack_unique, ensure_rack_name_free,
+    ensure_new_rack_unique, ensure_no_repeats, ensure_rack_name_free,
 };
 
 use std::collections::HashMap;

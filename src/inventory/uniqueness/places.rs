@@ -11,6 +11,17 @@ use crate::error::{Code, Error, FieldError, Result};
 use crate::inventory::model::NewRack;
 use crate::inventory::query::manufacturer_key;
 
+/// Fails with a 400 naming each serial or MAC the request gives twice: a check of the request
+/// alone, so it runs before anything is written.
+pub(crate) fn ensure_no_repeats(candidates: &[Candidate<'_>]) -> Result<()> {
+    let repeated = in_request(candidates);
+    if repeated.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(repeated))
+    }
+}
+
 /// Fails unless a new rack, its components and their BMCs are all unknown: a 400 for a serial
 /// or MAC given twice in the request, else one 409 `duplicate` listing every clash.
 pub(crate) async fn ensure_new_rack_unique(
@@ -19,10 +30,7 @@ pub(crate) async fn ensure_new_rack_unique(
     candidates: &[Candidate<'_>],
 ) -> Result<()> {
     let key = manufacturer_key(&new.manufacturer);
-    let repeated = in_request(candidates);
-    if !repeated.is_empty() {
-        return Err(Error::Invalid(repeated));
-    }
+    ensure_no_repeats(candidates)?;
     // One statement for every check: the rack's name and serial, its components' serials and
     // their BMCs' MACs.
     let (serials, macs) = wanted(candidates);
