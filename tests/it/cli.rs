@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::ops_on_both_backends;
 use crate::support::ops::{Ops, OpsBuilder};
 
+mod domains;
 mod firmware;
 mod holds;
 mod rollouts;

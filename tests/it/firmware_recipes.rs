@@ -17,6 +17,7 @@ ops_on_both_backends!(
     an_upgrade_runs_each_trays_recipe_then_ac_cycles_the_rack_once_and_verifies: |b: OpsBuilder| b.sim(|s| recipes(s, true, None)),
     a_failing_bundle_fails_its_trays_naming_the_bundle: |b: OpsBuilder| b.sim(|s| recipes(s, true, Some(1))),
     without_an_ac_cycle_bundle_the_ac_cycle_stages_are_skipped: |b: OpsBuilder| b.sim(|s| recipes(s, false, None)),
+    a_stored_rule_spells_the_recipe_out_bundle_by_bundle: |b: OpsBuilder| b.sim(|s| recipes(s, true, None)),
     a_bring_up_whose_desired_firmware_is_a_recipe_runs_it_and_ac_cycles_the_rack: |b: OpsBuilder| b.sim(|s| {
         recipes(s, true, None);
         s.desired_firmware = "gb200-r1".into();
@@ -174,6 +175,10 @@ async fn an_upgrade_runs_each_trays_recipe_then_ac_cycles_the_rack_once_and_veri
         .unwrap();
     assert!(shelf_off < shelf_on && shelf_on < switch_on && switch_on < compute_on);
     assert!(
+        events[shelf_on].started - events[shelf_off].at >= Duration::from_secs(10),
+        "the shelves stay off 10 s for the power to drain"
+    );
+    assert!(
         at(&|e| e.kind == Compute && e.op == "bmc_reset").unwrap() < last_tray_push,
         "the BMC bundle is reset before the later bundles go"
     );
@@ -189,6 +194,33 @@ async fn an_upgrade_runs_each_trays_recipe_then_ac_cycles_the_rack_once_and_veri
             "{c}"
         );
     }
+    // The dry run now reads the parts each bundle installed.
+    let again = ops
+        .app
+        .post("/v1/operations/firmware-upgrade?dry_run=true", &body)
+        .await;
+    let gpu = again.body["racks"][0]["firmware"]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "r0001-gpu00")
+        .unwrap()
+        .clone();
+    let parts: Vec<&Value> = gpu["bundles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|b| b["parts"].as_array().unwrap())
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            &json!({"part": "FW_BMC_0", "expected": "25.06-2", "observed": "25.06-2"}),
+            &json!({"part": "FW_CPLD_0", "expected": "0.1C", "observed": "0.1C"}),
+            &json!({"part": "UEFI", "expected": "2.1.0", "observed": "2.1.0"}),
+        ],
+        "{gpu}"
+    );
 }
 
 async fn a_failing_bundle_fails_its_trays_naming_the_bundle(ops: Ops) {
@@ -280,5 +312,110 @@ async fn a_bring_up_whose_desired_firmware_is_a_recipe_runs_it_and_ac_cycles_the
             Some("gb200-r1"),
             "{kind}"
         );
+    }
+}
+
+/// A stored rule's stage: `actions` on trays of `kinds`.
+fn stage(name: &str, kinds: &[&str], when: Option<&str>, actions: Value) -> Value {
+    let mut stage = json!({"name": name, "component_types": kinds, "max_parallel": 18,
+        "timeout": "30m", "actions": actions});
+    if let Some(when) = when {
+        stage["when"] = json!(when);
+    }
+    stage
+}
+
+/// Bundle `i` pushed, followed and activated.
+fn bundle_steps(i: u32) -> [Value; 3] {
+    [
+        json!({"action": "firmware_start", "bundle": i}),
+        json!({"action": "firmware_wait", "timeout": "2m", "poll_interval": "100ms"}),
+        json!({"action": "firmware_activate", "bundle": i, "timeout": "2m", "poll_interval": "100ms"}),
+    ]
+}
+
+async fn a_stored_rule_spells_the_recipe_out_bundle_by_bundle(ops: Ops) {
+    ops.app.create_rack(&gb200_rack(1, 2)).await;
+    // A bundle that is no index and a `when` that is no condition are refused, each named.
+    let bad = json!({"name": "bad", "operation": "upgrade", "stages": [
+        stage("a", &["compute"], None, json!([{"action": "firmware_start", "bundle": -1}])),
+        stage("b", &["compute"], Some("sometimes"), json!([{"action": "firmware_verify"}])),
+    ]});
+    let r = ops.app.post("/v1/operation-rules", &bad).await;
+    r.assert_problem(400, "invalid_input");
+    let fields = r.error_fields();
+    for field in ["stages[0].actions[0].bundle", "stages[1].when"] {
+        assert!(fields.contains(&field.to_string()), "{field}: {}", r.text);
+    }
+
+    let steps: Vec<Value> = (0..3).flat_map(bundle_steps).collect();
+    let power = |op: &str, expect: &str| {
+        json!([{"action": "power_control", "operation": op},
+            {"action": "verify_power", "expect": expect, "timeout": "1m", "poll_interval": "100ms"}])
+    };
+    let verify = json!({"action": "firmware_verify", "timeout": "1m", "poll_interval": "100ms"});
+    let mut back_on = power("power_on", "on").as_array().unwrap().clone();
+    back_on.push(verify);
+    let rule = json!({"name": "gb200 by bundle", "operation": "upgrade", "stages": [
+        stage("compute bundles", &["compute"], None, Value::Array(steps)),
+        stage("trays off", &["compute", "nvswitch"], Some("ac_cycle"), power("force_power_off", "off")),
+        stage("shelves off", &["powershelf"], Some("ac_cycle"), power("force_power_off", "off")),
+        stage("shelves on", &["powershelf"], Some("ac_cycle"), power("power_on", "on")),
+        stage("compute on", &["compute"], Some("ac_cycle"), Value::Array(back_on)),
+    ]});
+    let r = ops.app.post("/v1/operation-rules", &rule).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let body = json!({"target_spec": {"racks": [{"name": "rack-0001"}]},
+        "target_version": {"compute": "gb200-r1"}, "rule_id": r.body["id"]});
+    let r = ops.operate("firmware-upgrade", &body).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let task = ops.wait_end(r.body["task_ids"][0].as_str().unwrap()).await;
+    assert_eq!(task["status"], "succeeded", "{task:#}");
+    assert_eq!(task["rule"]["name"], "gb200 by bundle", "{task:#}");
+
+    use flow::domain::ComponentType::{Compute, PowerShelf};
+    let events = ops.sim.events();
+    let gpu00: Vec<&str> = events
+        .iter()
+        .filter(|e| e.kind == Compute && e.serial == "SN-0001-compute-00")
+        .map(|e| e.op)
+        .filter(|op| ["firmware_start", "bmc_reset", "cold_reset"].contains(op))
+        .collect();
+    assert_eq!(
+        gpu00,
+        [
+            "firmware_start",
+            "bmc_reset",
+            "firmware_start",
+            "firmware_start",
+            "cold_reset"
+        ],
+        "bundle 0 then its BMC reset, bundle 1 staged for the AC cycle, bundle 2 then its power cycle"
+    );
+    let last_push = events
+        .iter()
+        .rposition(|e| e.op == "firmware_start")
+        .unwrap();
+    let shelf_off = events
+        .iter()
+        .position(|e| e.kind == PowerShelf && e.op == "force_power_off")
+        .expect("the rack is AC-cycled");
+    assert!(last_push < shelf_off, "after every tray staged its images");
+    // Every part of the recipe is live: the dry run reads them back.
+    let dry = ops
+        .app
+        .post("/v1/operations/firmware-upgrade?dry_run=true", &body)
+        .await;
+    let gpu = dry.body["racks"][0]["firmware"]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "r0001-gpu00")
+        .unwrap()
+        .clone();
+    for bundle in gpu["bundles"].as_array().unwrap() {
+        for part in bundle["parts"].as_array().unwrap() {
+            assert_eq!(part["observed"], part["expected"], "{gpu}");
+        }
     }
 }

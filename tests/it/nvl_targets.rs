@@ -26,7 +26,7 @@ mod run {
 
 /// Racks `rack-0001` … `rack-{n}` (one compute tray each); racks 1 and 2 in domain `nvl-a`,
 /// 3 and 4 (when there) in `nvl-b`.
-async fn domains(app: &TestApp, n: u32) {
+pub(crate) async fn domains(app: &TestApp, n: u32) {
     for i in 1..=n {
         app.create_rack(&gb200_rack(i, 1)).await;
     }
@@ -50,7 +50,7 @@ async fn domains(app: &TestApp, n: u32) {
     }
 }
 
-fn planned_racks(body: &Value) -> Vec<String> {
+pub(crate) fn planned_racks(body: &Value) -> Vec<String> {
     let mut names: Vec<String> = body["racks"]
         .as_array()
         .unwrap()
@@ -136,6 +136,18 @@ async fn a_firmware_upgrade_of_part_of_a_domain_is_refused_naming_the_racks_left
                 .unwrap()
                 .contains("allow_split_domain")
         );
+    }
+    // A downgrade is a firmware operation too: the same refusal, before its catalog is asked.
+    let down =
+        json!({"target_spec": {"racks": [{"name": "rack-0002"}]}, "target_version": "1.0.0"});
+    for path in [
+        "/v1/operations/firmware-downgrade",
+        "/v1/operations/firmware-downgrade?dry_run=true",
+    ] {
+        let r = app.post(path, &down).await;
+        r.assert_problem(409, "domain_split");
+        assert_eq!(r.error_fields(), ["nvl_domains.nvl-a"], "{}", r.text);
+        assert!(r.text.contains("rack-0001"), "{}", r.text);
     }
     // The whole domain (and a rack in none) passes; so does the domain as a target.
     let whole = json!({"target_spec": {"racks": [{"name": "rack-0001"}, {"name": "rack-0002"}, {"name": "rack-0003"}]}});

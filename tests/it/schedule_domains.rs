@@ -1,7 +1,9 @@
 //! Issue 26: NVLink domains as schedule targets. A schedule on `target_spec.nvl_domains` takes
 //! every live rack of the domain, and its racks follow the domain: a rack attached after the
 //! schedule was made is in the next fire, one detached is not (each change audited). Bad
-//! domains are refused naming the field. The fires really run (Temporal, simulated devices).
+//! domains are refused naming the field. A firmware schedule's per-rack submissions pass the
+//! domain rule only when the schedule's racks cover the domain whole. The fires really run
+//! (Temporal, simulated devices).
 
 use serde_json::{Value, json};
 
@@ -9,7 +11,10 @@ use crate::ops_on_both_backends;
 use crate::support::fixtures::gb200_rack;
 use crate::support::ops::Ops;
 
-ops_on_both_backends!(a_schedule_on_a_domain_fires_on_the_racks_the_domain_holds_at_each_fire);
+ops_on_both_backends!(
+    a_schedule_on_a_domain_fires_on_the_racks_the_domain_holds_at_each_fire,
+    a_firmware_schedule_splits_a_domain_only_when_its_racks_cover_it_whole,
+);
 
 async fn attach(ops: &Ops, domain: &str, rack: &str) {
     let r = ops
@@ -162,4 +167,53 @@ async fn a_schedule_on_a_domain_fires_on_the_racks_the_domain_holds_at_each_fire
         .filter(|s| !s["nvl_domain_id"].is_null())
         .count();
     assert_eq!(tagged, 1, "{}", scope.text);
+}
+
+async fn a_firmware_schedule_splits_a_domain_only_when_its_racks_cover_it_whole(ops: Ops) {
+    for n in 1..=2 {
+        ops.app.create_rack(&gb200_rack(n, 1)).await;
+    }
+    let r = ops
+        .app
+        .post("/v1/nvl-domains", &json!({"name": "nvl-a"}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    attach(&ops, "nvl-a", "rack-0001").await;
+    attach(&ops, "nvl-a", "rack-0002").await;
+    let upgrade = |name: &str, racks: &[&str]| {
+        let racks: Vec<Value> = racks.iter().map(|r| json!({"name": r})).collect();
+        let mut s = schedule(name, "nvl-a");
+        s["operation"] = json!({"kind": "firmware_upgrade", "target_version": "2.0.0"});
+        s["target_spec"] = json!({ "racks": racks });
+        s
+    };
+    // Both racks by name: each goes alone, yet together they are the whole domain.
+    let whole = ops
+        .app
+        .post(
+            "/v1/task-schedules",
+            &upgrade("whole", &["rack-0001", "rack-0002"]),
+        )
+        .await;
+    assert_eq!(whole.status, 201, "{}", whole.text);
+    let id = whole.body["id"].as_str().unwrap().to_string();
+    assert_eq!(fire(&ops, &id).await, ["rack-0001", "rack-0002"]);
+
+    // One of the two: its fire is refused on that rack, naming the rack left out.
+    let part = ops
+        .app
+        .post("/v1/task-schedules", &upgrade("part", &["rack-0001"]))
+        .await;
+    assert_eq!(part.status, 201, "{}", part.text);
+    let id = part.body["id"].as_str().unwrap();
+    let run = ops
+        .app
+        .post_empty(&format!("/v1/task-schedules/{id}/trigger"))
+        .await;
+    assert_eq!(run.status, 202, "{}", run.text);
+    assert_eq!(run.body["task_ids"], json!([]), "{}", run.text);
+    let rack = &run.body["racks"][0];
+    assert_eq!(rack["outcome"], "failed", "{}", run.text);
+    let reason = rack["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("rack-0002"), "{}", run.text);
 }

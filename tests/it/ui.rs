@@ -25,6 +25,7 @@ on_both_backends!(
     the_rack_and_component_pages_show_the_holds_that_count,
     holds_are_listed_and_released_with_the_csrf_token,
     an_admin_overrides_the_readiness_check_only_through_the_confirmation,
+    a_domain_page_runs_an_operation_on_every_live_rack_of_the_domain,
 );
 
 fn assert_html(r: &TestResponse, status: u16) {
@@ -460,4 +461,49 @@ async fn an_admin_overrides_the_readiness_check_only_through_the_confirmation(ap
         confirmed.status,
         confirmed.text
     );
+}
+
+async fn a_domain_page_runs_an_operation_on_every_live_rack_of_the_domain(app: TestApp) {
+    crate::nvl_targets::domains(&app, 3).await;
+    let domain = app.get("/v1/nvl-domains/nvl-a").await;
+    let id = domain.body["id"].as_str().unwrap().to_string();
+    let page = app.get("/ui/nvl-domains/nvl-a").await;
+    assert_html(&page, 200);
+    let run = format!("/ui/run?nvl_domain={id}");
+    assert!(page.text.contains(&run), "{}", page.text);
+    let form_page = app.get(&run).await;
+    assert_html(&form_page, 200);
+    assert!(
+        form_page
+            .text
+            .contains(&format!("name=\"nvl_domain\" value=\"{id}\"")),
+        "{}",
+        form_page.text
+    );
+    let (cookie, token) = cookie_of(&form_page);
+    let form = format!("nvl_domain={id}&operation=power_on&csrf={token}");
+    let preview = post_form(&app, "/ui/run/preview", Some(&cookie), &form).await;
+    assert_html(&preview, 200);
+    for shown in ["rack-0001", "rack-0002", "Confirm and run"] {
+        assert!(
+            preview.text.contains(shown),
+            "lacks {shown}: {}",
+            preview.text
+        );
+    }
+    assert!(!preview.text.contains("rack-0003"), "{}", preview.text);
+    // Racks and domains together are refused, naming the field.
+    let rack = app.get("/v1/racks?name=rack-0003").await.body["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let both = format!("{form}&rack={rack}");
+    let refused = post_form(&app, "/ui/run/preview", Some(&cookie), &both).await;
+    assert_html(&refused, 400);
+    assert!(
+        refused.text.contains("<strong>rack</strong>"),
+        "{}",
+        refused.text
+    );
+    assert_eq!(app.count_rows("tasks").await, 0);
 }

@@ -806,6 +806,25 @@ async fn a_domain_whose_racks_run_different_firmware_is_domain_mixed_in_validati
         "{}",
         domain.text
     );
+    // So does the console: the drift page filtered to the kind, and the domain's page.
+    let page = h.app.get("/ui/drift?kind=domain_mixed").await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    for shown in ["domain_mixed", "rack-0001", "rack-0002", "1.0.0", "2.0.0"] {
+        assert!(
+            page.text.contains(shown),
+            "drift page lacks {shown}: {}",
+            page.text
+        );
+    }
+    let page = h.app.get("/ui/nvl-domains/nvl-a").await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("role=\"alert\""), "{}", page.text);
+    assert!(
+        page.text
+            .contains("rack-0002: <span class=\"mono\">2.0.0</span>"),
+        "{}",
+        page.text
+    );
     // Detaching the odd rack makes the domain consistent: the next sync drops the record.
     let r = h.app.delete("/v1/nvl-domains/nvl-a/racks/rack-0001").await;
     assert_eq!(r.status, 204, "{}", r.text);

@@ -4,8 +4,13 @@
 use std::process::Output;
 
 fn check(env: &[(&str, &str)]) -> Output {
+    run(&["config", "check"], env)
+}
+
+/// `flow ARGS` with only `env` of the settings.
+fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_flow"));
-    command.args(["config", "check"]);
+    command.args(args);
     // Only what the test sets: the developer's own FLOW_* or OTEL_* must not leak in.
     for (key, _) in std::env::vars() {
         if key.starts_with("FLOW_")
@@ -18,7 +23,7 @@ fn check(env: &[(&str, &str)]) -> Output {
         }
     }
     command.envs(env.iter().copied());
-    command.output().expect("run flow config check")
+    command.output().expect("run flow")
 }
 
 #[test]
@@ -203,4 +208,62 @@ fn config_check_redacts_secrets_in_url_query_strings() {
     );
     assert!(stdout.contains("access_token=***&tenant=dc1"), "{stdout}");
     assert!(stdout.contains("token_max_days = 365\n"), "{stdout}");
+}
+
+#[test]
+fn a_bad_firmware_catalog_is_named_by_config_check_and_stops_serve() {
+    let dir = std::env::temp_dir().join(format!("flow-bad-catalog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let image = dir.join("bmc.fwpkg");
+    std::fs::write(&image, b"image").unwrap();
+    let head = "[[firmware]]\ntype = \"compute\"\nversion = \"gb200-r1\"\n[[firmware.bundle]]\n";
+    for (bundle, why) in [
+        (
+            "image_uri = \"http://fw/bmc.fwpkg\"\nactivate = \"reboot\"\n".to_string(),
+            "unknown activate \"reboot\"",
+        ),
+        (
+            "activate = \"bmc_reset\"\n".to_string(),
+            "needs exactly one of file or image_uri",
+        ),
+        (
+            format!(
+                "file = {:?}\n",
+                dir.join("absent.fwpkg").display().to_string()
+            ),
+            "cannot be read",
+        ),
+        (
+            format!(
+                "file = {:?}\nsha256 = \"00\"\n",
+                image.display().to_string()
+            ),
+            "checksum mismatch",
+        ),
+    ] {
+        let catalog = dir.join("catalog.toml");
+        std::fs::write(&catalog, format!("{head}{bundle}")).unwrap();
+        let path = catalog.to_str().unwrap();
+        let out = check(&[("FLOW_FIRMWARE_CATALOG", path)]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{why}: {stderr}");
+        for named in ["FLOW_FIRMWARE_CATALOG", "entry 1 (type ", why] {
+            assert!(stderr.contains(named), "{why}: lacks {named}: {stderr}");
+        }
+        assert!(out.stdout.is_empty(), "{why}: printed a configuration");
+        // `serve` stops at start-up on it, before it would listen or need Temporal.
+        let served = run(
+            &["serve"],
+            &[
+                ("FLOW_FIRMWARE_CATALOG", path),
+                ("FLOW_DATABASE_URL", "sqlite::memory:"),
+                ("FLOW_LISTEN", "127.0.0.1:0"),
+                ("FLOW_AUTH", "none"),
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&served.stderr);
+        assert!(!served.status.success(), "{why}: serve started");
+        assert!(stderr.contains(why), "{why}: {stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

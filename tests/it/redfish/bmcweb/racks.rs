@@ -323,7 +323,8 @@ async fn a_retried_firmware_step_follows_the_same_task_and_never_pushes_twice() 
         .await;
 }
 
-/// A catalog with a pushed bundle (`25.06-2`) and a fetched image (`by-uri`) for compute trays.
+/// A catalog with a pushed bundle (`25.06-2`) and a fetched image (`by-uri`) for compute trays,
+/// and a recipe for another model's trays only (`gb300-r1`).
 pub(super) fn push_or_fetch_catalog(dir: &TempDir) -> std::path::PathBuf {
     let file = dir.write("gb200.fwpkg", r#"{"install": {"FW_BMC_0": "25.06-2"}}"#);
     dir.write(
@@ -332,7 +333,9 @@ pub(super) fn push_or_fetch_catalog(dir: &TempDir) -> std::path::PathBuf {
             "[[firmware]]\ntype = \"compute\"\nversion = \"25.06-2\"\nfile = {:?}\n\
              [firmware.expect]\nFW_BMC_0 = \"25.06-2\"\n\n\
              [[firmware]]\ntype = \"compute\"\nversion = \"by-uri\"\n\
-             image_uri = \"https://fw.example/gb200.fwpkg\"\n",
+             image_uri = \"https://fw.example/gb200.fwpkg\"\n\n\
+             [[firmware]]\ntype = \"compute\"\nmodel = \"GB300\"\nversion = \"gb300-r1\"\n\
+             image_uri = \"https://fw.example/gb300.fwpkg\"\n",
             file.display().to_string()
         ),
     )
@@ -384,6 +387,22 @@ async fn no_update_path_is_unsupported_unsent(backend: Backend) {
                 let problem = refused.assert_problem(422, "unsupported").to_string();
                 assert!(problem.contains(why), "{problem}");
             }
+            // A recipe the catalog holds for another model only: unsupported on this tray.
+            let body = json!({"target_spec": {"racks": [{"name": "gb4"}]},
+                "target_version": {"compute": "gb300-r1"}});
+            let plan = ops
+                .app
+                .post("/v1/operations/firmware-upgrade?dry_run=true", &body)
+                .await;
+            assert_eq!(plan.status, 200, "{}", plan.text);
+            let tray = &plan.body["racks"][0]["firmware"]["components"][0];
+            assert_eq!(tray["name"], "gb4-c1", "{}", plan.body);
+            assert_eq!(tray["status"], "unsupported", "{}", plan.body);
+            assert!(
+                tray["reason"].as_str().unwrap().contains("model GB200"),
+                "{tray}"
+            );
+            assert_eq!(plan.body["racks"][0]["outcome"], "reject", "{}", plan.body);
             let b = state.lock().unwrap();
             assert!(b.tasks.pushes.is_empty());
             let posts: Vec<&String> = b
