@@ -39,7 +39,8 @@ pub enum FirmwareState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FirmwareStatus {
     pub state: FirmwareState,
-    /// Version the device runs now, when the manager says.
+    /// Version the device runs now, when the manager says; while `Verifying`, what runs
+    /// against what is expected (`FW_BMC_0 runs 25.06-1, expected 25.06-2`), for the operator.
     pub version: Option<String>,
     /// The manager's error text for a failed update.
     pub error: Option<String>,

@@ -187,7 +187,15 @@ impl Step<'_> {
                         s.error.unwrap_or_else(|| "no reason given".into())
                     ))))
                 }
-                Ok(s) => Ok(Err(format!("{:?}", s.state).to_lowercase())),
+                // Not done yet: the state, with what the device says it runs meanwhile (a
+                // part on another version than expected is what a timeout must name).
+                Ok(s) => {
+                    let state = format!("{:?}", s.state).to_lowercase();
+                    Ok(Err(match s.version {
+                        Some(v) => format!("{state} ({v})"),
+                        None => state,
+                    }))
+                }
                 Err(e) if e.is_retryable() => Ok(Err(format!("unanswered ({e})"))),
                 Err(e) => Err(StepFailure::Device(e)),
             }

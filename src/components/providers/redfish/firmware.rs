@@ -138,7 +138,7 @@ impl RedfishManager {
                 let seen = seen.unwrap_or_else(|| "nothing".into());
                 return Ok(status(
                     FirmwareState::Verifying,
-                    Some(format!("{member} {seen}")),
+                    Some(format!("{member} runs {seen}, expected {want}")),
                     None,
                 ));
             }

@@ -4,7 +4,8 @@
 //! loses AC power through its (simulated) power shelves. The task succeeds only because Flow
 //! made each activation happen, in the rack order, and verified the parts after the AC cycle
 //! (the shelves taking part although the request installs nothing on them). A request that
-//! leaves the shelves out is refused: nothing could make the CPLD image live.
+//! leaves the shelves out is refused: nothing could make the CPLD image live. A part left on
+//! another version than the recipe expects fails its tray, naming the part.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -176,6 +177,53 @@ async fn upgrade_and_check(ops: &Ops, at: &Handle) {
     assert_eq!(b.reboots, 1, "one BMC reset, for the BMC bundle");
 }
 
+/// A bundle whose image installs another version than the catalog expects: the tray's
+/// verification never sees the expected version and fails the tray, naming the part and both
+/// versions (a stored rule with a 15 s bound, so the test does not wait the built-in 45 min).
+async fn a_part_left_on_another_version_fails_verification(backend: Backend) {
+    let port = free_port();
+    let at = super::bmc(GB200, port, |_| {}).await;
+    let dir = TempDir::new();
+    let body = json!({"install": {"FW_BMC_0": "GB200Nvl-25.06-1"}});
+    let file = dir.write("bmc.fwpkg", &body.to_string());
+    let text = format!(
+        "[[firmware]]\ntype = \"compute\"\nversion = \"gb200-miss\"\n{}",
+        super::firmware::bundle(&file, "none", "FW_BMC_0 = \"GB200Nvl-25.06-9\"")
+    );
+    let mut setup = Setup::http(port);
+    setup.catalog_file = Some(dir.write("recipe.toml", &text));
+    let set = setup.managers();
+    OpsBuilder::new(backend)
+        .managers(ComponentType::Compute, set)
+        .run(|ops| async move {
+            let c1 = tray("compute", "gbm-c1", "1583124820080", "3c:6d:66:0e:db:dc", &at);
+            ops.app.create_rack(&rack("gbm", vec![c1])).await;
+            let rule = json!({"name": "short verify", "operation": "upgrade", "stages": [
+                {"component_types": ["compute"], "max_parallel": 1, "timeout": "1m",
+                 "actions": [{"action": "firmware_recipe", "timeout": "15s", "poll_interval": "1s"}]}]});
+            let r = ops.app.post("/v1/operation-rules", &rule).await;
+            assert_eq!(r.status, 201, "{}", r.text);
+            let body = json!({"target_spec": {"racks": [{"name": "gbm"}]},
+                "target_version": {"compute": "gb200-miss"}, "rule_id": r.body["id"]});
+            let r = ops.operate("firmware-upgrade", &body).await;
+            assert_eq!(r.status, 202, "{}", r.text);
+            let id = r.body["task_ids"][0].as_str().unwrap();
+            let task = ops.wait_end_within(id, Duration::from_secs(120)).await;
+            assert_eq!(task["status"], "failed", "{task}");
+            let step = &task["stages"][0]["components"][0];
+            let error = step["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("FW_BMC_0")
+                    && error.contains("GB200Nvl-25.06-1")
+                    && error.contains("GB200Nvl-25.06-9"),
+                "{task}"
+            );
+            assert_eq!(at.bmc.lock().unwrap().tasks.pushes.len(), 1);
+        })
+        .await;
+}
+
 on_both! {
     a_gb200_recipe_goes_live_by_bmc_reset_power_cycle_and_the_racks_ac_cycle => staged_images_go_live_only_on_their_activation,
+    a_part_that_never_reaches_the_expected_version_fails_its_tray_naming_it => a_part_left_on_another_version_fails_verification,
 }
