@@ -13,6 +13,9 @@ pub struct Sighting {
     pub external_id: Option<String>,
     pub firmware_version: Option<String>,
     pub power: Option<DevicePower>,
+    /// The component's rack and type, when the comparison knew them: a whole-site validation
+    /// keeps the versions it sees per rack and type for the NVLink-domain check.
+    pub tray: Option<(Uuid, ComponentType)>,
 }
 
 /// The outcome of comparing one type's devices with its manager's report.
@@ -96,6 +99,7 @@ pub fn compare(kind: ComponentType, devices: &[Device], report: &InventoryReport
             external_id: seen.external_id.clone(),
             firmware_version: seen.firmware_version.clone(),
             power: seen.power,
+            tray: device.rack_id.map(|rack| (rack, device.kind)),
         });
         let fields = field_diffs(device, seen);
         if fields.is_empty() {

@@ -3,11 +3,12 @@
 //! difference, recorded by the drift sync under the pseudo-source [`SOURCE`] (one per domain
 //! and type) and reported by validation; its fields are the versions by rack.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use uuid::Uuid;
 
+use super::compare::Sighting;
 use super::{Diff, DiffKind, FieldDiff};
 use crate::db::entities::{components, nvl_domains, racks};
 use crate::domain::ComponentType;
@@ -93,75 +94,152 @@ impl DomainMix {
     }
 }
 
+/// Rack and tray type -> the versions a validation just saw there: one entry per rack and
+/// type, never one per component, so a whole-site validation holds no more than its racks.
+pub type FreshVersions = HashMap<(Uuid, ComponentType), BTreeSet<String>>;
+
+/// Adds what `sightings` saw to `fresh`, for racks in `racks` (every rack when `None`) and the
+/// types the domain rule looks at.
+pub fn add_fresh<'a>(
+    fresh: &mut FreshVersions,
+    sightings: impl Iterator<Item = &'a Sighting>,
+    racks: Option<&HashSet<Uuid>>,
+) {
+    for s in sightings {
+        let (Some((rack, kind)), Some(version)) = (s.tray, &s.firmware_version) else {
+            continue;
+        };
+        if DRIVEN_TYPES.contains(&kind) && racks.is_none_or(|r| r.contains(&rack)) {
+            fresh
+                .entry((rack, kind))
+                .or_default()
+                .insert(version.trim().to_string());
+        }
+    }
+}
+
+/// The live racks that belong to an NVLink domain (ids only).
+pub async fn racks_in_domains(db: &impl ConnectionTrait) -> Result<HashSet<Uuid>> {
+    let ids: Vec<Uuid> = racks::Entity::find()
+        .select_only()
+        .column(racks::Column::Id)
+        .filter(racks::Column::DeletedAt.is_null())
+        .filter(racks::Column::NvlDomainId.is_not_null())
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(ids.into_iter().collect())
+}
+
 /// The mixed domains (all, or only `only`), from the observed firmware versions of the live
-/// driven trays of their live racks; `fresh` (component id -> version just seen) overrides what
-/// the last sync recorded.
+/// driven trays of their live racks; what `fresh` holds for a rack and type replaces what the
+/// last sync recorded there.
 pub async fn mixed(
     db: &impl ConnectionTrait,
     only: Option<&[Uuid]>,
-    fresh: &HashMap<Uuid, String>,
+    fresh: &FreshVersions,
 ) -> Result<Vec<DomainMix>> {
     let mut query = racks::Entity::find()
+        .select_only()
+        .columns([
+            racks::Column::Id,
+            racks::Column::Name,
+            racks::Column::NvlDomainId,
+        ])
         .filter(racks::Column::DeletedAt.is_null())
         .filter(racks::Column::NvlDomainId.is_not_null());
     if let Some(ids) = only {
         query = query.filter(racks::Column::NvlDomainId.is_in(ids.iter().copied()));
     }
-    let rack_rows = query.all(db).await?;
-    if rack_rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rack_of: HashMap<Uuid, &racks::Model> = rack_rows.iter().map(|r| (r.id, r)).collect();
-    // (domain, type) -> rack name -> versions
-    let mut seen: BTreeMap<(Uuid, ComponentType), BTreeMap<String, BTreeSet<String>>> =
-        BTreeMap::new();
+    let rack_rows: Vec<(Uuid, String, Uuid)> = query.into_tuple().all(db).await?;
+    let mut seen = Seen::new();
     for chunk in rack_rows.chunks(200) {
-        let rows = components::Entity::find()
+        let rack_of: HashMap<Uuid, (&str, Uuid)> = chunk
+            .iter()
+            .map(|(id, name, domain)| (*id, (name.as_str(), *domain)))
+            .collect();
+        for (rack, (name, domain)) in &rack_of {
+            for kind in DRIVEN_TYPES {
+                if let Some(versions) = fresh.get(&(*rack, kind)) {
+                    seen.add(*domain, kind, name, versions.iter().cloned());
+                }
+            }
+        }
+        let rows: Vec<(Option<Uuid>, String, Option<String>)> = components::Entity::find()
+            .select_only()
+            .columns([
+                components::Column::RackId,
+                components::Column::Type,
+                components::Column::ObservedFirmwareVersion,
+            ])
             .filter(components::Column::DeletedAt.is_null())
-            .filter(components::Column::RackId.is_in(chunk.iter().map(|r| r.id)))
+            .filter(components::Column::RackId.is_in(rack_of.keys().copied()))
+            .into_tuple()
             .all(db)
             .await?;
-        for row in rows {
-            let Some(kind) = ComponentType::parse(&row.r#type).filter(|k| DRIVEN_TYPES.contains(k))
+        for (rack, kind, version) in rows {
+            let Some(kind) = ComponentType::parse(&kind).filter(|k| DRIVEN_TYPES.contains(k))
             else {
                 continue;
             };
-            let version = fresh
-                .get(&row.id)
-                .cloned()
-                .or(row.observed_firmware_version);
-            let (Some(version), Some(rack)) = (version, row.rack_id.and_then(|r| rack_of.get(&r)))
-            else {
+            let (Some(rack), Some(version)) = (rack, version) else {
                 continue;
             };
-            let Some(domain) = rack.nvl_domain_id else {
+            if fresh.contains_key(&(rack, kind)) {
                 continue;
-            };
-            seen.entry((domain, kind))
-                .or_default()
-                .entry(rack.name.clone())
-                .or_default()
-                .insert(version.trim().to_string());
+            }
+            if let Some((name, domain)) = rack_of.get(&rack) {
+                seen.add(*domain, kind, name, [version.trim().to_string()]);
+            }
         }
     }
-    let mut out = Vec::new();
-    for ((domain_id, kind), versions) in seen {
-        let distinct: BTreeSet<&String> = versions.values().flatten().collect();
-        if versions.len() < 2 || distinct.len() < 2 {
-            continue;
-        }
-        let domain = nvl_domains::Entity::find_by_id(domain_id)
-            .one(db)
-            .await?
-            .map_or_else(|| domain_id.to_string(), |d| d.name);
-        out.push(DomainMix {
-            domain_id,
-            domain,
-            component_type: kind,
-            versions,
-        });
+    seen.mixes(db).await
+}
+
+/// (domain, type) -> rack name -> versions, as the racks are read.
+struct Seen(BTreeMap<(Uuid, ComponentType), BTreeMap<String, BTreeSet<String>>>);
+
+impl Seen {
+    fn new() -> Self {
+        Self(BTreeMap::new())
     }
-    Ok(out)
+
+    fn add(
+        &mut self,
+        domain: Uuid,
+        kind: ComponentType,
+        rack: &str,
+        versions: impl IntoIterator<Item = String>,
+    ) {
+        self.0
+            .entry((domain, kind))
+            .or_default()
+            .entry(rack.to_string())
+            .or_default()
+            .extend(versions);
+    }
+
+    /// The (domain, type) pairs whose racks run more than one version, named.
+    async fn mixes(self, db: &impl ConnectionTrait) -> Result<Vec<DomainMix>> {
+        let mut out = Vec::new();
+        for ((domain_id, kind), versions) in self.0 {
+            let distinct: BTreeSet<&String> = versions.values().flatten().collect();
+            if versions.len() < 2 || distinct.len() < 2 {
+                continue;
+            }
+            let domain = nvl_domains::Entity::find_by_id(domain_id)
+                .one(db)
+                .await?
+                .map_or_else(|| domain_id.to_string(), |d| d.name);
+            out.push(DomainMix {
+                domain_id,
+                domain,
+                component_type: kind,
+                versions,
+            });
+        }
+        Ok(out)
+    }
 }
 
 /// The mixed domains among those of `component_ids`' racks, with `fresh` versions (validation
@@ -169,7 +247,7 @@ pub async fn mixed(
 pub async fn mixed_around(
     db: &impl ConnectionTrait,
     component_ids: &[Uuid],
-    fresh: &HashMap<Uuid, String>,
+    fresh: &FreshVersions,
 ) -> Result<Vec<DomainMix>> {
     let mut domains = BTreeSet::new();
     for chunk in component_ids.chunks(500) {

@@ -406,6 +406,7 @@ pub async fn claim_external_id(
         external_id: Some(external_id.to_string()),
         firmware_version: None,
         power: None,
+        tray: None,
     };
     match record_sightings(db, &[sighting], now).await {
         Ok(clashes) => Ok(clashes.into_iter().next()),

@@ -2,12 +2,11 @@
 //! only; the periodic sync is what records drift and observed values. The NVLink domains of the
 //! validated racks are checked for mixed firmware with the versions just seen.
 
-use std::collections::HashMap;
-
 use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::compare::{self, Comparison, Sighting};
+use super::domains::FreshVersions;
 use super::observe::{Observed, Observer};
 use super::walk::{PAGE, Walk};
 use super::{Validation, domains, expected};
@@ -28,7 +27,8 @@ pub async fn validate(
     let ids: Vec<Uuid> = devices.iter().map(|d| d.component_id).collect();
     let observed = observer.observe(devices, false).await;
     let mut validation = assemble(&observed);
-    let fresh = fresh_versions(sightings(&observed).iter());
+    let mut fresh = FreshVersions::new();
+    domains::add_fresh(&mut fresh, sightings(&observed).iter(), None);
     let mixes = domains::mixed_around(db, &ids, &fresh).await?;
     validation.add(0, mixes.iter().map(domains::DomainMix::diff).collect());
     Ok(validation)
@@ -47,20 +47,16 @@ fn sightings(observed: &Observed) -> Vec<Sighting> {
         .collect()
 }
 
-/// Component id -> firmware version, of the sightings that carry one.
-fn fresh_versions<'a>(sightings: impl Iterator<Item = &'a Sighting>) -> HashMap<Uuid, String> {
-    sightings
-        .filter_map(|s| Some((s.component_id, s.firmware_version.clone()?)))
-        .collect()
-}
-
 /// Every expected device, page by page, and every device the managers have that Flow does
 /// not know about.
 async fn everything(db: &impl ConnectionTrait, observer: &Observer) -> Result<Validation> {
+    // Only racks in a domain are kept, per rack and type: memory stays a page of devices plus
+    // one small entry per such rack, whatever the number of components.
+    let in_domains = domains::racks_in_domains(db).await?;
     let mut walk = Walk::start(db, observer, PAGE).await;
-    let mut fresh = HashMap::new();
+    let mut fresh = FreshVersions::new();
     while let Some(page) = walk.next_page().await? {
-        fresh.extend(fresh_versions(page.iter()));
+        domains::add_fresh(&mut fresh, page.iter(), Some(&in_domains));
     }
     let outcome = walk.finish();
     let mut validation = Validation::new(outcome.unchecked);

@@ -481,6 +481,7 @@ async fn an_external_id_another_component_holds_is_a_409_naming_both_and_the_res
         external_id: Some("cloned-board".into()),
         firmware_version: None,
         power: None,
+        tray: None,
     };
     let clashes = flow::drift::store::record_sightings(
         &h.app.db.db,

@@ -236,6 +236,7 @@ impl RackActivities {
                 external_id: None,
                 firmware_version: learnt.firmware_version,
                 power,
+                tray: None,
             };
             crate::drift::store::record_sightings(db, &[sighting], now)
                 .await
