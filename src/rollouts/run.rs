@@ -215,10 +215,12 @@ impl RolloutService {
     }
 
     /// [`advance`](Self::advance), then, unless the wave is done, a long poll: reads the
-    /// wave's counts every `WAIT_EVERY` until they change (a task ended) or `wait` passed. A
-    /// wave is so followed by one activity per change, answered within ~0.1 s of it, instead of
-    /// a workflow timer and an activity per poll. Only the first step submits, so a pause that
-    /// arrives meanwhile starts no rack: the workflow's next step carries it.
+    /// wave's counts every `WAIT_EVERY` until the wave is done, `wait` passed, or a rack ended
+    /// while others still wait to start (a `max_concurrent_racks` slot freed). A wave of running
+    /// racks is so followed by one activity per `wait` or per wave end, answered within ~0.1 s
+    /// of it, instead of one per rack that ends (each a round trip through Temporal). Only the
+    /// first step submits, so a pause that arrives meanwhile starts no rack: the workflow's
+    /// next step carries it.
     pub async fn advance_waiting(
         &self,
         id: RolloutId,
@@ -226,12 +228,16 @@ impl RolloutService {
         submit: bool,
         wait: std::time::Duration,
     ) -> Result<WaveProgress> {
-        let first = self.advance(id, wave, submit).await?;
+        let mut now = self.advance(id, wave, submit).await?;
         let deadline = tokio::time::Instant::now() + wait;
-        let mut now = first;
-        while !now.done() && now == first && tokio::time::Instant::now() < deadline {
+        while !now.done() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(WAIT_EVERY).await;
-            now = self.advance(id, wave, false).await?;
+            let next = self.advance(id, wave, false).await?;
+            let freed = next != now && next.wave.pending > 0;
+            now = next;
+            if freed {
+                break;
+            }
         }
         Ok(now)
     }

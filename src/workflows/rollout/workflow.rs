@@ -55,9 +55,9 @@ pub struct RolloutWorkflow {
 type Ctx = WorkflowContext<RolloutWorkflow>;
 
 /// A running wave is followed by long polls: each advance step waits up to this long for the
-/// wave's counts to change, so the workflow hears of an ended task within ~0.1 s and the
-/// history grows by one step per change (or per this long while nothing changes). A command
-/// (pause, abort) is acted on once the step returns, so within this long.
+/// wave to end (or for a freed slot while racks wait to start), so the workflow hears of the
+/// wave's end within ~0.1 s and the history grows by one step per wave end (or per this long).
+/// A command (pause, abort) is acted on once the step returns, so within this long.
 const LONG_POLL: Duration = Duration::from_secs(3);
 /// A paused or aborting wave is polled instead: often at first, less while nothing changes.
 const POLL_MIN: Duration = Duration::from_secs(1);
