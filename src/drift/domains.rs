@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::compare::Sighting;
 use super::{Diff, DiffKind, FieldDiff};
-use crate::db::entities::{components, nvl_domains, racks};
+use crate::db::entities::{components, racks};
 use crate::domain::ComponentType;
 use crate::error::Result;
 use crate::inventory::targets::DRIVEN_TYPES;
@@ -227,10 +227,7 @@ impl Seen {
             if versions.len() < 2 || distinct.len() < 2 {
                 continue;
             }
-            let domain = nvl_domains::Entity::find_by_id(domain_id)
-                .one(db)
-                .await?
-                .map_or_else(|| domain_id.to_string(), |d| d.name);
+            let domain = crate::inventory::nvl::name_of(db, domain_id).await?;
             out.push(DomainMix {
                 domain_id,
                 domain,

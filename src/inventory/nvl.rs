@@ -41,6 +41,15 @@ pub async fn find(db: &impl ConnectionTrait, id_or_name: &str) -> Result<Option<
     Ok(domain_row(db, id_or_name).await?.map(Into::into))
 }
 
+/// A domain's name by id, or the id itself when it is gone (reports name domains; a domain
+/// deleted meanwhile must not fail them).
+pub async fn name_of(db: &impl ConnectionTrait, id: Uuid) -> Result<String> {
+    Ok(nvl_domains::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .map_or_else(|| id.to_string(), |d| d.name))
+}
+
 /// Like [`find`], but a missing domain is a 404.
 pub async fn get(db: &impl ConnectionTrait, id_or_name: &str) -> Result<NvlDomain> {
     find(db, id_or_name)

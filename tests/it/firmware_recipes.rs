@@ -70,6 +70,27 @@ fn recipes(s: &mut SimConfig, ac_cycle: bool, fail_bundle: Option<u32>) {
     s.fail_bundle = fail_bundle;
 }
 
+/// The firmware dry run of `body`: the rack's plan (asserted 200).
+async fn firmware_plan(ops: &Ops, body: &Value) -> Value {
+    let dry = ops
+        .app
+        .post("/v1/operations/firmware-upgrade?dry_run=true", body)
+        .await;
+    assert_eq!(dry.status, 200, "{}", dry.text);
+    dry.body["racks"][0]["firmware"].clone()
+}
+
+/// The component of a firmware plan that `pick` chooses.
+fn planned(plan: &Value, pick: impl Fn(&Value) -> bool) -> Value {
+    plan["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| pick(c))
+        .unwrap_or_else(|| panic!("not in the plan: {plan}"))
+        .clone()
+}
+
 async fn upgrade(ops: &Ops) -> Value {
     let body =
         json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "target_version": "gb200-r1"});
@@ -97,19 +118,9 @@ async fn an_upgrade_runs_each_trays_recipe_then_ac_cycles_the_rack_once_and_veri
     let rack = ops.app.create_rack(&gb200_rack(1, 2)).await;
     let body =
         json!({"target_spec": {"racks": [{"name": "rack-0001"}]}, "target_version": "gb200-r1"});
-    let dry = ops
-        .app
-        .post("/v1/operations/firmware-upgrade?dry_run=true", &body)
-        .await;
-    assert_eq!(dry.status, 200, "{}", dry.text);
-    let plan = &dry.body["racks"][0]["firmware"];
+    let plan = firmware_plan(&ops, &body).await;
     assert_eq!(plan["ac_cycle"], true, "{plan}");
-    let gpu = plan["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "r0001-gpu00")
-        .unwrap();
+    let gpu = planned(&plan, |c| c["name"] == "r0001-gpu00");
     assert_eq!(gpu["status"], "recipe", "{gpu}");
     assert_eq!(gpu["recipe"], "gb200-r1");
     let activations: Vec<&str> = gpu["bundles"]
@@ -123,12 +134,7 @@ async fn an_upgrade_runs_each_trays_recipe_then_ac_cycles_the_rack_once_and_veri
         gpu["bundles"][0]["parts"][0],
         json!({"part": "FW_BMC_0", "expected": "25.06-2", "observed": null})
     );
-    let shelf = plan["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "powershelf")
-        .unwrap();
+    let shelf = planned(&plan, |c| c["type"] == "powershelf");
     assert_eq!(
         shelf["status"], "whole",
         "no recipe for shelves: one update"
@@ -195,17 +201,8 @@ async fn an_upgrade_runs_each_trays_recipe_then_ac_cycles_the_rack_once_and_veri
         );
     }
     // The dry run now reads the parts each bundle installed.
-    let again = ops
-        .app
-        .post("/v1/operations/firmware-upgrade?dry_run=true", &body)
-        .await;
-    let gpu = again.body["racks"][0]["firmware"]["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "r0001-gpu00")
-        .unwrap()
-        .clone();
+    let again = firmware_plan(&ops, &body).await;
+    let gpu = planned(&again, |c| c["name"] == "r0001-gpu00");
     let parts: Vec<&Value> = gpu["bundles"]
         .as_array()
         .unwrap()
@@ -402,17 +399,8 @@ async fn a_stored_rule_spells_the_recipe_out_bundle_by_bundle(ops: Ops) {
         .expect("the rack is AC-cycled");
     assert!(last_push < shelf_off, "after every tray staged its images");
     // Every part of the recipe is live: the dry run reads them back.
-    let dry = ops
-        .app
-        .post("/v1/operations/firmware-upgrade?dry_run=true", &body)
-        .await;
-    let gpu = dry.body["racks"][0]["firmware"]["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "r0001-gpu00")
-        .unwrap()
-        .clone();
+    let dry = firmware_plan(&ops, &body).await;
+    let gpu = planned(&dry, |c| c["name"] == "r0001-gpu00");
     for bundle in gpu["bundles"].as_array().unwrap() {
         for part in bundle["parts"].as_array().unwrap() {
             assert_eq!(part["observed"], part["expected"], "{gpu}");

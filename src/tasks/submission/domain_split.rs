@@ -12,7 +12,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::db::entities::{nvl_domains, racks};
+use crate::db::entities::racks;
 use crate::domain::operation::{OperationSpec, TaskType};
 use crate::error::{Code, Error, FieldError, Result};
 use crate::ids::{OperationRequestId, RackId};
@@ -49,10 +49,7 @@ pub async fn splits(db: &impl ConnectionTrait, targeted: &[RackId]) -> Result<Ve
         if left_out.is_empty() {
             continue;
         }
-        let name = nvl_domains::Entity::find_by_id(domain_id)
-            .one(db)
-            .await?
-            .map_or_else(|| domain_id.to_string(), |d| d.name);
+        let name = crate::inventory::nvl::name_of(db, domain_id).await?;
         out.push(Split {
             domain_id,
             domain: name,
