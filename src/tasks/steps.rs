@@ -3,7 +3,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, Statement, Value,
 };
 use uuid::Uuid;
 
@@ -65,8 +66,10 @@ pub(in crate::tasks) async fn record_plan(
     Ok(())
 }
 
-/// Writes one component's step progress. Steps already finished are left alone, so a retried
-/// activity or a late writer cannot undo a final result.
+/// Writes one component's step progress in one statement, a compare-and-set: the row changes
+/// only while the step is unfinished, so a retried activity or a late writer cannot undo a
+/// final result, and the event is appended by the database rather than read and written back
+/// (two concurrent reports each keep their line).
 pub(in crate::tasks) async fn update_step(
     db: &impl ConnectionTrait,
     update: &StepUpdate,
@@ -81,47 +84,68 @@ pub(in crate::tasks) async fn update_step(
         ref error,
         ref event,
     } = *update;
-    let Some(row) = task_steps::Entity::find()
+    let event = StepEvent {
+        at: now,
+        message: event.chars().take(MAX_MESSAGE).collect(),
+    };
+    let event = serde_json::to_string(&event).map_err(|e| Error::Internal(e.to_string()))?;
+    let ended = matches!(
+        status,
+        StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled
+    );
+    let backend = db.get_database_backend();
+    let sql = match backend {
+        DbBackend::Postgres => UPDATE_STEP_POSTGRES,
+        _ => UPDATE_STEP_SQLITE,
+    };
+    let values: [Value; 9] = [
+        status.as_str().into(),
+        (attempts as i32).into(),
+        error.as_deref().map(clip).into(),
+        event.into(),
+        now.into(),
+        (status != StepStatus::Pending).then_some(now).into(),
+        ended.then_some(now).into(),
+        Uuid::from(task_id).into(),
+        (stage as i32).into(),
+    ];
+    let values = values.into_iter().chain([Uuid::from(component_id).into()]);
+    let statement = Statement::from_sql_and_values(backend, sql, values);
+    if db.execute_raw(statement).await?.rows_affected() > 0 {
+        return Ok(());
+    }
+    // Nothing changed: the step has ended (and is left alone), or there is no such step.
+    let exists = task_steps::Entity::find()
         .filter(task_steps::Column::TaskId.eq(task_id))
         .filter(task_steps::Column::Stage.eq(stage as i32))
         .filter(task_steps::Column::ComponentId.eq(component_id))
-        .one(db)
-        .await?
-    else {
+        .count(db)
+        .await?;
+    if exists == 0 {
         return Err(Error::not_found(
             "task step",
             format!("{task_id}/{stage}/{component_id}"),
         ));
-    };
-    if matches!(
-        StepStatus::parse(&row.status),
-        Some(StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled)
-    ) {
-        return Ok(());
     }
-    let mut events: Vec<StepEvent> = serde_json::from_value(row.events.clone()).unwrap_or_default();
-    events.push(StepEvent {
-        at: now,
-        message: event.chars().take(MAX_MESSAGE).collect(),
-    });
-    let mut am: task_steps::ActiveModel = row.clone().into();
-    am.status = Set(status.as_str().to_string());
-    am.attempts = Set(attempts as i32);
-    am.error = Set(error.as_deref().map(clip));
-    am.events = Set(serde_json::to_value(&events).map_err(|e| Error::Internal(e.to_string()))?);
-    if row.started_at.is_none() && status != StepStatus::Pending {
-        am.started_at = Set(Some(now));
-    }
-    if matches!(
-        status,
-        StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled
-    ) {
-        am.finished_at = Set(Some(now));
-    }
-    am.updated_at = Set(now);
-    task_steps::Entity::update(am).exec(db).await?;
     Ok(())
 }
+
+/// [`update_step`]'s statement: `$1` status, `$2` attempts, `$3` error, `$4` the event as a
+/// JSON object, `$5` now, `$6` the start time if the step has begun, `$7` the end time if it
+/// ended; `$8`–`$10` the step's task, stage and component.
+macro_rules! update_step_sql {
+    ($append:literal) => {
+        concat!(
+            "UPDATE task_steps SET status = $1, attempts = $2, error = $3, events = ",
+            $append,
+            ", started_at = COALESCE(started_at, $6), finished_at = COALESCE($7, finished_at), ",
+            "updated_at = $5 WHERE task_id = $8 AND stage = $9 AND component_id = $10 ",
+            "AND status NOT IN ('succeeded', 'failed', 'cancelled')"
+        )
+    };
+}
+const UPDATE_STEP_POSTGRES: &str = update_step_sql!("events || jsonb_build_array($4::jsonb)");
+const UPDATE_STEP_SQLITE: &str = update_step_sql!("json_insert(events, '$[#]', json($4))");
 
 /// Marks every unfinished step of a task cancelled (the task was cancelled or failed early).
 pub(in crate::tasks) async fn close_open_steps(

@@ -35,6 +35,10 @@ ops_on_both_backends!(
         s.slow_serials.insert("SN-0001-compute-00".into());
         s.slow_latency = Duration::from_secs(60);
     }),
+    step_reports_that_race_keep_every_line_and_never_reopen_a_finished_step: |b: OpsBuilder| b.sim(|s| {
+        s.slow_serials.insert("SN-0001-compute-00".into());
+        s.slow_latency = Duration::from_secs(60);
+    }),
 );
 
 fn reconciler(ops: &Ops) -> std::sync::Arc<flow::tasks::TaskService> {
@@ -612,4 +616,94 @@ async fn a_bring_up_powers_the_rack_on_then_brings_firmware_to_the_desired_versi
             Some(flow::components::DevicePower::On)
         );
     }
+}
+
+/// The first step of `task` in `status`: its stage number, component id and events.
+fn step_in(task: &Value, status: &str) -> Option<(u32, uuid::Uuid, Value)> {
+    task["stages"].as_array()?.iter().find_map(|stage| {
+        let step = stage["components"]
+            .as_array()?
+            .iter()
+            .find(|c| c["status"] == status)?;
+        let id = step["component_id"].as_str()?.parse().ok()?;
+        Some((stage["number"].as_u64()? as u32, id, step.clone()))
+    })
+}
+
+fn report(
+    task: &str,
+    (stage, component): (u32, uuid::Uuid),
+    status: flow::tasks::model::StepStatus,
+    event: String,
+) -> flow::tasks::StepUpdate {
+    flow::tasks::StepUpdate {
+        task_id: task.parse::<uuid::Uuid>().unwrap().into(),
+        stage,
+        component_id: component.into(),
+        status,
+        attempts: 1,
+        error: None,
+        event,
+    }
+}
+
+/// Each step report is one compare-and-set that appends its line in SQL: ten reports racing
+/// on a running step (another process's task service, as a second replica's worker would
+/// write) all keep their lines; a late report on a finished step changes nothing; a report
+/// for a step that does not exist is refused.
+async fn step_reports_that_race_keep_every_line_and_never_reopen_a_finished_step(ops: Ops) {
+    use flow::tasks::model::StepStatus;
+    ops.app.create_rack(&gb200_rack(1, 1)).await;
+    let r = ops.operate("power-on", &rack("rack-0001")).await;
+    let id = r.body["task_ids"][0].as_str().unwrap().to_string();
+    let task = ops
+        .wait_task(&id, |t| {
+            step_in(t, "running").is_some() && step_in(t, "succeeded").is_some()
+        })
+        .await;
+    let service = reconciler(&ops);
+    let (stage, slow, before) = step_in(&task, "running").unwrap();
+    let reports = (0..10).map(|i| {
+        let update = report(&id, (stage, slow), StepStatus::Running, format!("race {i}"));
+        let service = service.clone();
+        async move { service.record_step(&update).await }
+    });
+    for result in futures::future::join_all(reports).await {
+        result.unwrap();
+    }
+    let task = ops.app.get(&format!("/v1/tasks/{id}")).await.body;
+    let (_, _, after) = step_in(&task, "running").unwrap();
+    let lines: Vec<&str> = after["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    let before_lines = before["events"].as_array().unwrap().len();
+    assert_eq!(lines.len(), before_lines + 10, "{after}");
+    for i in 0..10 {
+        assert!(lines.contains(&format!("race {i}").as_str()), "{after}");
+    }
+    assert_eq!(after["started_at"], before["started_at"], "{after}");
+    // A finished step stays as it ended.
+    let (stage, done, ended) = step_in(&task, "succeeded").unwrap();
+    let late = report(&id, (stage, done), StepStatus::Running, "late".into());
+    service.record_step(&late).await.unwrap();
+    let task = ops.app.get(&format!("/v1/tasks/{id}")).await.body;
+    let again = task["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["components"].as_array().unwrap())
+        .find(|c| c["component_id"] == done.to_string() && c["status"] == "succeeded")
+        .expect("the finished step is still succeeded");
+    assert_eq!(again["events"], ended["events"], "{again}");
+    assert_eq!(again["finished_at"], ended["finished_at"], "{again}");
+    // No such step: refused, nothing written.
+    let stray = report(&id, (99, slow), StepStatus::Running, "stray".into());
+    let refused = service.record_step(&stray).await.unwrap_err();
+    assert!(
+        matches!(refused, flow::error::Error::NotFound { .. }),
+        "{refused:?}"
+    );
 }
