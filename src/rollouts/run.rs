@@ -2,6 +2,9 @@
 //! the rollout's only writer): start, gate states, submitting and following a wave's racks
 //! through the normal task submission, verification, and the end.
 
+use std::collections::HashMap;
+
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::model::{OnRefused, RackState, Rollout, RolloutStatus, Strategy, WaveStatus, Window};
@@ -10,11 +13,16 @@ use super::service::{RolloutService, task_spec};
 use super::store;
 use crate::drift::observe::Observer;
 use crate::error::{Code, Error, Result};
-use crate::ids::RolloutId;
+use crate::ids::{RolloutId, TaskId};
+use crate::tasks::TaskStatus;
 
 /// How often [`RolloutService::advance_waiting`] reads a wave's counts while it waits: two
 /// small reads, a tenth of a second after a task ended at worst.
 const WAIT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Racks of a wave submitted side by side: enough to hide each submission's round trips, few
+/// enough to leave the connection pool to the API.
+const SUBMIT_AT_ONCE: usize = 8;
 
 /// What the run needs to drive the rollout, read once at its start.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -27,11 +35,27 @@ pub struct RunPlan {
     pub window: Option<Window>,
 }
 
-/// A wave's racks and the whole rollout's, after one step.
+/// A wave's racks and the whole rollout's, after one step; `closed` once the wave is closed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WaveProgress {
     pub wave: Counts,
     pub overall: Counts,
+    #[serde(default)]
+    pub closed: bool,
+}
+
+/// One advance step of a wave, as [`RolloutService::advance_waiting`] takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct WaveStep {
+    pub wave: u32,
+    /// Start tasks for pending racks (and record the wave as running the first time).
+    pub submit: bool,
+    /// How long to wait for the wave's counts to change.
+    pub wait: std::time::Duration,
+    /// The run has approved the rollout (recorded when the wave starts).
+    pub approved: bool,
+    /// Close the wave once it is done (no verification follows).
+    pub close: bool,
 }
 
 impl WaveProgress {
@@ -130,9 +154,16 @@ impl RolloutService {
     }
 
     /// One step of a wave: when `submit`, starts tasks for pending racks up to the wave's
-    /// concurrency; then counts. Each rack's submission carries a key derived from the
+    /// concurrency, and the first time records the wave, and the rollout, as running (with the
+    /// run's `approved`); then counts. Each rack's submission carries a key derived from the
     /// rollout and the rack, so a repeated step never creates a second task for a rack.
-    pub async fn advance(&self, id: RolloutId, wave: u32, submit: bool) -> Result<WaveProgress> {
+    pub async fn advance(
+        &self,
+        id: RolloutId,
+        wave: u32,
+        submit: bool,
+        approved: bool,
+    ) -> Result<WaveProgress> {
         let mut r = store::get(&self.db, id).await?;
         let index = wave as usize;
         if index >= r.waves.len() {
@@ -145,55 +176,14 @@ impl RolloutService {
         let mut changed = false;
         let mut deferred = None;
         if submit && !r.status.is_terminal() {
-            let limit = r.spec.strategy.max_concurrent_racks.unwrap_or(u32::MAX);
-            let w = &r.waves[index];
-            let mut active = Counts::of(w.racks.iter(), &statuses).running;
-            let description = format!("rollout {} — wave {}", r.spec.name, wave + 1);
-            for i in 0..r.waves[index].racks.len() {
-                if active >= limit {
-                    break;
-                }
-                let rack = &r.waves[index].racks[i];
-                if rack.state != RackState::Pending {
-                    continue;
-                }
-                let key = format!("rollout:{id}:{}", rack.rack_id);
-                let spec = task_spec(&r.spec, vec![rack.rack_id], description.clone());
-                let result = self.tasks.submit(&spec, Some(&key)).await;
-                let rack = &mut r.waves[index].racks[i];
-                match result {
-                    Ok(submission) => {
-                        if let Some(task) = submission.task_ids.first() {
-                            rack.state = RackState::Submitted;
-                            rack.task_id = Some(*task);
-                            active += 1;
-                        } else {
-                            rack.state = RackState::Refused;
-                            rack.reason = Some("no task was created".into());
-                        }
-                    }
-                    Err(e) => match refusal(&e) {
-                        Some(reason) => {
-                            rack.state = match r.spec.on_refused {
-                                OnRefused::Skip => RackState::Skipped,
-                                OnRefused::Fail => RackState::Refused,
-                            };
-                            rack.reason = Some(reason);
-                        }
-                        None => {
-                            // Temporal or the database is away: keep what was done, retry later.
-                            deferred = Some(e);
-                            changed = true;
-                            break;
-                        }
-                    },
-                }
-                changed = true;
-            }
+            (changed, deferred) = self.submit_pending(&mut r, index, &statuses).await;
             let w = &mut r.waves[index];
             if w.status == WaveStatus::Pending {
                 w.status = WaveStatus::Running;
                 w.started_at = Some(self.clock.now());
+                r.status = RolloutStatus::Running;
+                r.message = format!("wave {} of {} running", wave + 1, r.waves.len());
+                r.approved |= approved;
                 changed = true;
             }
         }
@@ -211,33 +201,121 @@ impl RolloutService {
         Ok(WaveProgress {
             wave: Counts::of(r.waves[index].racks.iter(), &statuses),
             overall: Counts::of(r.racks(), &statuses),
+            closed: false,
         })
     }
 
-    /// [`advance`](Self::advance), then, unless the wave is done, a long poll: reads the
-    /// wave's counts every `WAIT_EVERY` until the wave is done, `wait` passed, or a rack ended
-    /// while others still wait to start (a `max_concurrent_racks` slot freed). A wave of running
-    /// racks is so followed by one activity per `wait` or per wave end, answered within ~0.1 s
-    /// of it, instead of one per rack that ends (each a round trip through Temporal). Only the
-    /// first step submits, so a pause that arrives meanwhile starts no rack: the workflow's
-    /// next step carries it.
-    pub async fn advance_waiting(
+    /// Starts tasks for the wave's pending racks, up to its concurrency, [`SUBMIT_AT_ONCE`]
+    /// submissions side by side: each is the normal submission path (a dozen statements and a
+    /// workflow start), and one after the other they took half a second per wave of ten. A
+    /// rack refused for its own reason frees its slot for the next pending one. Answers whether
+    /// the wave changed and the first error that is the system's: the racks it hit stay
+    /// pending, and their keys keep the next step's retry from creating a second task.
+    async fn submit_pending(
         &self,
-        id: RolloutId,
-        wave: u32,
-        submit: bool,
-        wait: std::time::Duration,
-    ) -> Result<WaveProgress> {
-        let mut now = self.advance(id, wave, submit).await?;
+        r: &mut Rollout,
+        index: usize,
+        statuses: &HashMap<TaskId, TaskStatus>,
+    ) -> (bool, Option<Error>) {
+        let limit = r.spec.strategy.max_concurrent_racks.unwrap_or(u32::MAX);
+        let mut active = Counts::of(r.waves[index].racks.iter(), statuses).running;
+        let description = format!("rollout {} — wave {}", r.spec.name, index + 1);
+        let mut changed = false;
+        loop {
+            let free = limit.saturating_sub(active) as usize;
+            let chosen: Vec<usize> = (r.waves[index].racks.iter().enumerate())
+                .filter(|(_, rack)| rack.state == RackState::Pending)
+                .map(|(i, _)| i)
+                .take(free)
+                .collect();
+            if chosen.is_empty() {
+                return (changed, None);
+            }
+            let mut submissions = Vec::with_capacity(chosen.len());
+            for &i in &chosen {
+                let rack_id = r.waves[index].racks[i].rack_id;
+                let key = format!("rollout:{}:{rack_id}", r.id);
+                let spec = task_spec(&r.spec, vec![rack_id], description.clone());
+                submissions.push(async move { self.tasks.submit(&spec, Some(&key)).await });
+            }
+            let results: Vec<_> = futures::stream::iter(submissions)
+                .buffered(SUBMIT_AT_ONCE)
+                .collect()
+                .await;
+            let mut deferred = None;
+            for (i, result) in chosen.into_iter().zip(results) {
+                let rack = &mut r.waves[index].racks[i];
+                match result {
+                    Ok(submission) => match submission.task_ids.first() {
+                        Some(task) => {
+                            rack.state = RackState::Submitted;
+                            rack.task_id = Some(*task);
+                            active += 1;
+                        }
+                        None => {
+                            rack.state = RackState::Refused;
+                            rack.reason = Some("no task was created".into());
+                        }
+                    },
+                    Err(e) => match refusal(&e) {
+                        Some(reason) => {
+                            rack.state = match r.spec.on_refused {
+                                OnRefused::Skip => RackState::Skipped,
+                                OnRefused::Fail => RackState::Refused,
+                            };
+                            rack.reason = Some(reason);
+                        }
+                        // Temporal or the database is away: keep what was done, retry later.
+                        None => {
+                            deferred.get_or_insert(e);
+                            continue;
+                        }
+                    },
+                }
+                changed = true;
+            }
+            if deferred.is_some() {
+                return (changed, deferred);
+            }
+        }
+    }
+
+    /// [`advance`](Self::advance), then, unless the wave is done, a long poll: reads the
+    /// wave's counts at each end of a task in this process, and every `WAIT_EVERY` (for ends
+    /// on other replicas), until the wave is done, `wait` passed, or a rack ended while others
+    /// still wait to start (a `max_concurrent_racks` slot freed). A wave of running racks is
+    /// so followed by one activity per `wait` or per wave end, answered as its last task ends,
+    /// instead of one per rack that ends (each a round trip through Temporal). Only the first
+    /// step submits, so a pause that arrives meanwhile starts no rack: the workflow's next
+    /// step carries it. With `close`, a wave found done is closed here too ([`end_wave`]).
+    ///
+    /// [`end_wave`]: Self::end_wave
+    pub async fn advance_waiting(&self, id: RolloutId, step: WaveStep) -> Result<WaveProgress> {
+        let WaveStep {
+            wave,
+            submit,
+            wait,
+            approved,
+            close,
+        } = step;
+        let mut ended = std::pin::pin!(crate::tasks::lifecycle::next_task_end());
+        let mut now = self.advance(id, wave, submit, approved).await?;
         let deadline = tokio::time::Instant::now() + wait;
         while !now.done() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(WAIT_EVERY).await;
-            let next = self.advance(id, wave, false).await?;
+            tokio::select! {
+                () = tokio::time::sleep(WAIT_EVERY) => {}
+                () = &mut ended => {}
+            }
+            ended.set(crate::tasks::lifecycle::next_task_end());
+            let next = self.advance(id, wave, false, false).await?;
             let freed = next != now && next.wave.pending > 0;
             now = next;
             if freed {
                 break;
             }
+        }
+        if close && now.done() {
+            return self.end_wave(id, wave).await;
         }
         Ok(now)
     }
@@ -305,6 +383,7 @@ impl RolloutService {
         Ok(WaveProgress {
             wave: wave_counts,
             overall: Counts::of(r.racks(), &statuses),
+            closed: true,
         })
     }
 

@@ -24,7 +24,18 @@ pub use super::model::StepUpdate;
 
 /// Counts a task that this process moved to a terminal status, with its duration from start
 /// (or from creation, for one that never started).
+/// Rung whenever a task of this process ends (after its status is written).
+static ENDED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Resolves at the next end of a task in this process: what a rollout's wave waits on instead
+/// of its next poll. It hears ends from the moment it is created, polled or not. Tasks that
+/// end on another replica are not heard: a waiter also polls the database.
+pub fn next_task_end() -> tokio::sync::futures::Notified<'static> {
+    ENDED.notified()
+}
+
 fn record_end(task: &Task, status: TaskStatus, now: DateTime<Utc>) {
+    ENDED.notify_waiters();
     let from = task.started_at.unwrap_or(task.created_at);
     crate::telemetry::metrics::task_ended(
         task.operation.code(),

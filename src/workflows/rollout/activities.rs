@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::drift::observe::Observer;
 use crate::rollouts::RolloutService;
 use crate::rollouts::model::RolloutStatus;
-use crate::rollouts::run::{RunPlan, WaveProgress};
+use crate::rollouts::run::{RunPlan, WaveProgress, WaveStep};
 use crate::workflows::rack::activities::{RackActivities, activity_error};
 
 /// A status the run records.
@@ -25,8 +25,9 @@ pub struct StatusInput {
     pub approved: bool,
 }
 
-/// One wave of one rollout; `submit` lets the step start new racks; `wait_ms` lets it wait
-/// (a long poll) until the wave's counts change.
+/// One wave of one rollout; `submit` lets the step start new racks (and, the first time,
+/// record the wave as running, with `approved` from the run); `wait_ms` lets it wait (a long
+/// poll) until the wave's counts change.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WaveInput {
     pub rollout_id: Uuid,
@@ -34,6 +35,11 @@ pub struct WaveInput {
     pub submit: bool,
     #[serde(default)]
     pub wait_ms: u64,
+    #[serde(default)]
+    pub approved: bool,
+    /// Close the wave in the same step once it is done (no verification follows).
+    #[serde(default)]
+    pub close: bool,
 }
 
 /// Everything the rollout activities need.
@@ -97,16 +103,22 @@ impl RolloutActivities {
     }
 
     /// Submits what the wave may start now and counts its racks; with `wait_ms`, then waits
-    /// up to that long for the counts to change.
+    /// up to that long for the counts to change; with `close`, closes a wave found done.
     #[activity(name = "RolloutAdvance")]
     pub async fn advance(
         self: Arc<Self>,
         _ctx: ActivityContext,
         input: WaveInput,
     ) -> Result<WaveProgress, ActivityError> {
-        let wait = Duration::from_millis(input.wait_ms);
+        let step = WaveStep {
+            wave: input.wave,
+            submit: input.submit,
+            wait: Duration::from_millis(input.wait_ms),
+            approved: input.approved,
+            close: input.close,
+        };
         self.rollouts
-            .advance_waiting(input.rollout_id.into(), input.wave, input.submit, wait)
+            .advance_waiting(input.rollout_id.into(), step)
             .await
             .map_err(activity_error)
     }

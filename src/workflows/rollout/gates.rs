@@ -8,7 +8,10 @@ use temporalio_sdk::WorkflowResult;
 use temporalio_sdk::workflows::select;
 use uuid::Uuid;
 
-use super::{Ctx, RolloutWorkflow, aborted, finish, nap, now, status, steps, verify_steps, wait};
+use super::{
+    Ctx, RolloutWorkflow, WAVE_START_PATCH, aborted, finish, nap, now, status, steps, verify_steps,
+    wait,
+};
 use crate::rollouts::model::{RolloutStatus, Verify};
 use crate::rollouts::plan::{WindowState, window_state};
 use crate::rollouts::run::{RunPlan, WaveProgress};
@@ -26,8 +29,11 @@ pub(super) async fn gates(
     if let Some(ended) = held(ctx, id, plan, wave).await? {
         return Ok(Some(ended));
     }
-    let message = format!("wave {n} of {} running", plan.waves, n = wave + 1);
-    status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
+    // The wave's first step records it as running, one activity fewer between waves.
+    if !ctx.patched(WAVE_START_PATCH) {
+        let message = format!("wave {n} of {} running", plan.waves, n = wave + 1);
+        status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
+    }
     Ok(None)
 }
 
@@ -133,12 +139,14 @@ async fn held(
     }
 }
 
-/// Verifies the wave, closes it, and halts on a failed canary or a spent failure budget.
+/// Verifies the wave, closes it (unless its `last` step did), and halts on a failed canary or
+/// a spent failure budget.
 pub(super) async fn after_wave(
     ctx: &Ctx,
     id: Uuid,
     plan: &RunPlan,
     wave: u32,
+    last: WaveProgress,
 ) -> WorkflowResult<(Option<RolloutStatus>, WaveProgress)> {
     let n = wave + 1;
     let input = WaveInput {
@@ -146,6 +154,8 @@ pub(super) async fn after_wave(
         wave,
         submit: false,
         wait_ms: 0,
+        approved: false,
+        close: false,
     };
     if plan.strategy.verify == Verify::Validation {
         status(
@@ -159,9 +169,12 @@ pub(super) async fn after_wave(
         ctx.execute_activity(RolloutActivities::verify, input.clone(), verify_steps())
             .await?;
     }
-    let p = ctx
-        .execute_activity(RolloutActivities::end_wave, input, steps())
-        .await?;
+    let p = if last.closed {
+        last
+    } else {
+        ctx.execute_activity(RolloutActivities::end_wave, input, steps())
+            .await?
+    };
     if wave == 0 && plan.canary && p.wave.failed > 0 {
         let message = format!(
             "the canary failed ({} of {} racks); later waves not started",

@@ -22,7 +22,7 @@ use uuid::Uuid;
 mod gates;
 
 use super::activities::{RolloutActivities, StatusInput, WaveInput};
-use crate::rollouts::model::{Command, RolloutStatus};
+use crate::rollouts::model::{Command, RolloutStatus, Verify};
 use crate::rollouts::run::{RunPlan, WaveProgress};
 use gates::{after_wave, gates};
 
@@ -59,6 +59,15 @@ type Ctx = WorkflowContext<RolloutWorkflow>;
 /// wave's end within ~0.1 s and the history grows by one step per wave end (or per this long).
 /// A command (pause, abort) is acted on once the step returns, so within this long.
 const LONG_POLL: Duration = Duration::from_secs(3);
+/// Marks histories that follow a wave with [`LONG_POLL`]s: a run begun before it naps between
+/// plain steps and replays so (Temporal patches: an old history must replay its own commands).
+const LONG_POLL_PATCH: &str = "rollout-long-poll";
+/// Marks histories whose wave's first step also records the wave as running (status,
+/// message, approval) instead of a status step before it.
+pub(super) const WAVE_START_PATCH: &str = "rollout-advance-starts-wave";
+/// Marks histories whose last step of a wave without verification also closes it, instead of
+/// an end-of-wave step after it.
+const WAVE_CLOSE_PATCH: &str = "rollout-advance-closes-wave";
 /// A paused or aborting wave is polled instead: often at first, less while nothing changes.
 const POLL_MIN: Duration = Duration::from_secs(1);
 const POLL_MAX: Duration = Duration::from_secs(10);
@@ -162,33 +171,54 @@ fn aborted(ctx: &Ctx) -> bool {
     ctx.state(|s| s.abort.is_some())
 }
 
+/// How a wave's advance steps run in this history (see the patches above).
+#[derive(Clone, Copy)]
+struct Following {
+    long_poll: bool,
+    /// No verification follows the wave, so its last step may close it.
+    close: bool,
+}
+
+impl Following {
+    fn of(ctx: &Ctx, plan: &RunPlan) -> Self {
+        Self {
+            long_poll: ctx.patched(LONG_POLL_PATCH),
+            close: plan.strategy.verify == Verify::None && ctx.patched(WAVE_CLOSE_PATCH),
+        }
+    }
+}
+
 /// The advance step of a wave: a running one submits and long-polls, a paused or aborting
-/// one only counts.
-fn step(id: Uuid, wave: u32, running: bool) -> WaveInput {
+/// one only counts; unless aborting, a step that finds the wave done closes it.
+fn step(ctx: &Ctx, id: Uuid, wave: u32, running: bool, how: Following) -> WaveInput {
     WaveInput {
         rollout_id: id,
         wave,
         submit: running,
-        wait_ms: if running {
+        wait_ms: if running && how.long_poll {
             LONG_POLL.as_millis() as u64
         } else {
             0
         },
+        approved: ctx.state(|s| s.approved),
+        close: how.close && !aborted(ctx),
     }
 }
 
+/// How a wave ended: done (its last counts), or the rollout ended with it.
+pub(super) enum WaveEnd {
+    Done(WaveProgress),
+    Ended(RolloutStatus),
+}
+
 /// Submits and follows the wave's racks until every one has ended, honouring pause and abort.
-async fn run_wave(
-    ctx: &Ctx,
-    id: Uuid,
-    plan: &RunPlan,
-    wave: u32,
-) -> WorkflowResult<Option<RolloutStatus>> {
+async fn run_wave(ctx: &Ctx, id: Uuid, plan: &RunPlan, wave: u32) -> WorkflowResult<WaveEnd> {
     let n = wave + 1;
     let mut delay = POLL_MIN;
     let mut last: Option<WaveProgress> = None;
     let mut cancel_sent = false;
     let mut shown_paused = false;
+    let how = Following::of(ctx, plan);
     loop {
         let (paused, abort) = ctx.state(|s| (s.paused, s.abort));
         if abort == Some(true) && !cancel_sent {
@@ -198,14 +228,18 @@ async fn run_wave(
         }
         let running = abort.is_none() && !paused;
         let p = ctx
-            .execute_activity(RolloutActivities::advance, step(id, wave, running), steps())
+            .execute_activity(
+                RolloutActivities::advance,
+                step(ctx, id, wave, running, how),
+                steps(),
+            )
             .await?;
         if abort.is_some() {
             if let Some(ended) = aborting(ctx, id, wave, &p, last.as_ref(), cancel_sent).await? {
-                return Ok(Some(ended));
+                return Ok(WaveEnd::Ended(ended));
             }
         } else if p.done() {
-            return Ok(None);
+            return Ok(WaveEnd::Done(p));
         } else if paused {
             if !shown_paused {
                 let message =
@@ -223,7 +257,7 @@ async fn run_wave(
             shown_paused = false;
         }
         continue_if_long(ctx, id, wave)?;
-        if running {
+        if running && how.long_poll {
             // The step itself waited for a change.
             last = Some(p);
             continue;
@@ -315,10 +349,11 @@ impl RolloutWorkflow {
                 return Ok(end);
             }
             started = false;
-            if let Some(end) = run_wave(ctx, id, &plan, wave).await? {
-                return Ok(end);
-            }
-            let (end, p) = after_wave(ctx, id, &plan, wave).await?;
+            let last = match run_wave(ctx, id, &plan, wave).await? {
+                WaveEnd::Ended(end) => return Ok(end),
+                WaveEnd::Done(last) => last,
+            };
+            let (end, p) = after_wave(ctx, id, &plan, wave, last).await?;
             if let Some(end) = end {
                 return Ok(end);
             }
