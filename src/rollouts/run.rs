@@ -58,6 +58,12 @@ pub struct WaveStep {
     pub close: bool,
 }
 
+/// The rollout's message while wave `wave` (from 0) of `waves` runs: one text for the step that
+/// starts the wave and for the workflow's status after a pause.
+pub fn wave_running(wave: u32, waves: u32) -> String {
+    format!("wave {} of {waves} running", wave + 1)
+}
+
 impl WaveProgress {
     /// Every rack of the wave submitted (or refused) and every task ended.
     pub fn done(&self) -> bool {
@@ -182,7 +188,7 @@ impl RolloutService {
                 w.status = WaveStatus::Running;
                 w.started_at = Some(self.clock.now());
                 r.status = RolloutStatus::Running;
-                r.message = format!("wave {} of {} running", wave + 1, r.waves.len());
+                r.message = wave_running(wave, r.waves.len() as u32);
                 r.approved |= approved;
                 changed = true;
             }

@@ -98,7 +98,7 @@ pub(in crate::tasks) async fn update_step(
         DbBackend::Postgres => UPDATE_STEP_POSTGRES,
         _ => UPDATE_STEP_SQLITE,
     };
-    let values: [Value; 9] = [
+    let values: [Value; 10] = [
         status.as_str().into(),
         (attempts as i32).into(),
         error.as_deref().map(clip).into(),
@@ -108,8 +108,8 @@ pub(in crate::tasks) async fn update_step(
         ended.then_some(now).into(),
         Uuid::from(task_id).into(),
         (stage as i32).into(),
+        Uuid::from(component_id).into(),
     ];
-    let values = values.into_iter().chain([Uuid::from(component_id).into()]);
     let statement = Statement::from_sql_and_values(backend, sql, values);
     if db.execute_raw(statement).await?.rows_affected() > 0 {
         return Ok(());

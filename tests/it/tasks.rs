@@ -618,16 +618,20 @@ async fn a_bring_up_powers_the_rack_on_then_brings_firmware_to_the_desired_versi
     }
 }
 
-/// The first step of `task` in `status`: its stage number, component id and events.
-fn step_in(task: &Value, status: &str) -> Option<(u32, uuid::Uuid, Value)> {
-    task["stages"].as_array()?.iter().find_map(|stage| {
-        let step = stage["components"]
-            .as_array()?
-            .iter()
-            .find(|c| c["status"] == status)?;
-        let id = step["component_id"].as_str()?.parse().ok()?;
-        Some((stage["number"].as_u64()? as u32, id, step.clone()))
+/// Every step of `task` with its stage number.
+fn steps_of(task: &Value) -> impl Iterator<Item = (u32, &Value)> {
+    task["stages"].as_array().unwrap().iter().flat_map(|stage| {
+        let number = stage["number"].as_u64().unwrap() as u32;
+        let steps = stage["components"].as_array().unwrap();
+        steps.iter().map(move |step| (number, step))
     })
+}
+
+/// The first step of `task` in `status`: its stage number, component id and the step.
+fn step_in(task: &Value, status: &str) -> Option<(u32, uuid::Uuid, Value)> {
+    let (stage, step) = steps_of(task).find(|(_, step)| step["status"] == status)?;
+    let id = step["component_id"].as_str()?.parse().ok()?;
+    Some((stage, id, step.clone()))
 }
 
 fn report(
@@ -690,12 +694,8 @@ async fn step_reports_that_race_keep_every_line_and_never_reopen_a_finished_step
     let late = report(&id, (stage, done), StepStatus::Running, "late".into());
     service.record_step(&late).await.unwrap();
     let task = ops.app.get(&format!("/v1/tasks/{id}")).await.body;
-    let again = task["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|s| s["components"].as_array().unwrap())
-        .find(|c| c["component_id"] == done.to_string() && c["status"] == "succeeded")
+    let (_, again) = steps_of(&task)
+        .find(|(_, c)| c["component_id"] == done.to_string() && c["status"] == "succeeded")
         .expect("the finished step is still succeeded");
     assert_eq!(again["events"], ended["events"], "{again}");
     assert_eq!(again["finished_at"], ended["finished_at"], "{again}");

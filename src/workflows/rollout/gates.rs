@@ -14,7 +14,7 @@ use super::{
 };
 use crate::rollouts::model::{RolloutStatus, Verify};
 use crate::rollouts::plan::{WindowState, window_state};
-use crate::rollouts::run::{RunPlan, WaveProgress};
+use crate::rollouts::run::{RunPlan, WaveProgress, wave_running};
 use crate::workflows::rollout::activities::{RolloutActivities, WaveInput};
 
 /// Approval after the canary, the pause between waves, a caller's pause and the window.
@@ -31,7 +31,7 @@ pub(super) async fn gates(
     }
     // The wave's first step records it as running, one activity fewer between waves.
     if !ctx.patched(WAVE_START_PATCH) {
-        let message = format!("wave {n} of {} running", plan.waves, n = wave + 1);
+        let message = wave_running(wave, plan.waves);
         status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
     }
     Ok(None)

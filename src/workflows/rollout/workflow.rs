@@ -23,7 +23,7 @@ mod gates;
 
 use super::activities::{RolloutActivities, StatusInput, WaveInput};
 use crate::rollouts::model::{Command, RolloutStatus, Verify};
-use crate::rollouts::run::{RunPlan, WaveProgress};
+use crate::rollouts::run::{RunPlan, WaveProgress, wave_running};
 use gates::{after_wave, gates};
 
 /// Workflow input: the rollout, and where a continued run picks up.
@@ -252,7 +252,7 @@ async fn run_wave(ctx: &Ctx, id: Uuid, plan: &RunPlan, wave: u32) -> WorkflowRes
                 continue;
             }
         } else if shown_paused {
-            let message = format!("wave {n} of {} running", plan.waves);
+            let message = wave_running(wave, plan.waves);
             status(ctx, id, RolloutStatus::Running, Some(wave), message).await?;
             shown_paused = false;
         }
