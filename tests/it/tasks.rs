@@ -629,7 +629,18 @@ fn steps_of(task: &Value) -> impl Iterator<Item = (u32, &Value)> {
 
 /// The first step of `task` in `status`: its stage number, component id and the step.
 fn step_in(task: &Value, status: &str) -> Option<(u32, uuid::Uuid, Value)> {
-    let (stage, step) = steps_of(task).find(|(_, step)| step["status"] == status)?;
+    find_step(task, |step| step["status"] == status)
+}
+
+/// The step of the component named `name` in `status`.
+fn step_named(task: &Value, name: &str, status: &str) -> Option<(u32, uuid::Uuid, Value)> {
+    find_step(task, |step| {
+        step["name"] == name && step["status"] == status
+    })
+}
+
+fn find_step(task: &Value, pick: impl Fn(&Value) -> bool) -> Option<(u32, uuid::Uuid, Value)> {
+    let (stage, step) = steps_of(task).find(|(_, step)| pick(step))?;
     let id = step["component_id"].as_str()?.parse().ok()?;
     Some((stage, id, step.clone()))
 }
@@ -660,13 +671,15 @@ async fn step_reports_that_race_keep_every_line_and_never_reopen_a_finished_step
     ops.app.create_rack(&gb200_rack(1, 1)).await;
     let r = ops.operate("power-on", &rack("rack-0001")).await;
     let id = r.body["task_ids"][0].as_str().unwrap().to_string();
+    // The slow compute tray's step, once it runs: the fast steps before it (shelves, switches)
+    // may still be running when the first one has succeeded, and would end mid-race.
     let task = ops
         .wait_task(&id, |t| {
-            step_in(t, "running").is_some() && step_in(t, "succeeded").is_some()
+            step_named(t, "r0001-gpu00", "running").is_some() && step_in(t, "succeeded").is_some()
         })
         .await;
     let service = reconciler(&ops);
-    let (stage, slow, before) = step_in(&task, "running").unwrap();
+    let (stage, slow, before) = step_named(&task, "r0001-gpu00", "running").unwrap();
     let reports = (0..10).map(|i| {
         let update = report(&id, (stage, slow), StepStatus::Running, format!("race {i}"));
         let service = service.clone();
@@ -676,7 +689,7 @@ async fn step_reports_that_race_keep_every_line_and_never_reopen_a_finished_step
         result.unwrap();
     }
     let task = ops.app.get(&format!("/v1/tasks/{id}")).await.body;
-    let (_, _, after) = step_in(&task, "running").unwrap();
+    let (_, _, after) = step_named(&task, "r0001-gpu00", "running").unwrap();
     let lines: Vec<&str> = after["events"]
         .as_array()
         .unwrap()
