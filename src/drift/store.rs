@@ -174,7 +174,8 @@ pub async fn keep_only_sources(db: &impl ConnectionTrait, sources: &[String]) ->
     Ok(())
 }
 
-fn power_state(power: DevicePower) -> PowerState {
+/// The component's observed power for what a device reported.
+pub fn power_state(power: DevicePower) -> PowerState {
     match power {
         DevicePower::On => PowerState::On,
         DevicePower::Off => PowerState::Off,

@@ -14,6 +14,7 @@ pub mod maintenance;
 pub mod model;
 pub mod report;
 mod service;
+mod step_batch;
 mod steps;
 pub mod store;
 pub mod submission;

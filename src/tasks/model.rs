@@ -168,6 +168,9 @@ pub struct StepUpdate {
     pub error: Option<String>,
     /// The line added to the step's event list.
     pub event: String,
+    /// The power the step left the device in, recorded on the component as a sighting (its
+    /// observed power and when it was last seen) in the same statement as the report.
+    pub power_seen: Option<crate::domain::PowerState>,
 }
 
 /// Status of one component's step in a task.

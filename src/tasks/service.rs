@@ -7,6 +7,7 @@ use std::sync::Arc;
 use sea_orm::DatabaseConnection;
 
 use super::engine::{WorkflowEngine, engine_error};
+use super::step_batch::StepReports;
 use crate::clock::Clock;
 use crate::components::registry::Registry;
 use crate::config::RackLimits;
@@ -22,6 +23,8 @@ pub struct TaskService {
     pub(in crate::tasks) managers: Option<Arc<Registry>>,
     /// `FLOW_LIMIT_RACKS_PER_REQUEST`: racks per request by role (see `submission::blast`).
     pub(in crate::tasks) limits: RackLimits,
+    /// Where the runs' step reports are written (coalesced on PostgreSQL).
+    pub(in crate::tasks) step_reports: StepReports,
 }
 
 impl std::fmt::Debug for TaskService {
@@ -37,6 +40,7 @@ impl TaskService {
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
+            step_reports: StepReports::new(db.clone()),
             db,
             engine,
             clock,

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::model::{StepEvent, StepRecord, StepStatus, StepUpdate};
 use super::store::{MAX_MESSAGE, clip, corrupt};
-use crate::db::entities::{task_steps, tasks};
+use crate::db::entities::{components, task_steps, tasks};
 use crate::domain::ComponentType;
 use crate::error::{Error, Result};
 use crate::ids::TaskId;
@@ -66,6 +66,52 @@ pub(in crate::tasks) async fn record_plan(
     Ok(())
 }
 
+/// One step report as the database writes it: the clipped event as a JSON object and the
+/// times it sets.
+pub(in crate::tasks) struct StepRow {
+    pub status: &'static str,
+    pub attempts: i32,
+    pub error: Option<String>,
+    pub event: String,
+    pub now: DateTime<Utc>,
+    /// The start time, if the step has begun (kept when it already has one).
+    pub started: Option<DateTime<Utc>>,
+    /// The end time, if the step ended.
+    pub finished: Option<DateTime<Utc>>,
+    pub task_id: Uuid,
+    pub stage: i32,
+    pub component_id: Uuid,
+    /// The power to record on the component (see [`StepUpdate::power_seen`]).
+    pub power: Option<&'static str>,
+}
+
+impl StepRow {
+    pub fn of(update: &StepUpdate, now: DateTime<Utc>) -> Result<Self> {
+        let event = StepEvent {
+            at: now,
+            message: update.event.chars().take(MAX_MESSAGE).collect(),
+        };
+        let event = serde_json::to_string(&event).map_err(|e| Error::Internal(e.to_string()))?;
+        let ended = matches!(
+            update.status,
+            StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled
+        );
+        Ok(Self {
+            status: update.status.as_str(),
+            attempts: update.attempts as i32,
+            error: update.error.as_deref().map(clip),
+            event,
+            now,
+            started: (update.status != StepStatus::Pending).then_some(now),
+            finished: ended.then_some(now),
+            task_id: update.task_id.into(),
+            stage: update.stage as i32,
+            component_id: update.component_id.into(),
+            power: update.power_seen.map(|p| p.as_str()),
+        })
+    }
+}
+
 /// Writes one component's step progress in one statement, a compare-and-set: the row changes
 /// only while the step is unfinished, so a retried activity or a late writer cannot undo a
 /// final result, and the event is appended by the database rather than read and written back
@@ -75,56 +121,55 @@ pub(in crate::tasks) async fn update_step(
     update: &StepUpdate,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let StepUpdate {
-        task_id,
-        stage,
-        component_id,
-        status,
-        attempts,
-        ref error,
-        ref event,
-    } = *update;
-    let event = StepEvent {
-        at: now,
-        message: event.chars().take(MAX_MESSAGE).collect(),
-    };
-    let event = serde_json::to_string(&event).map_err(|e| Error::Internal(e.to_string()))?;
-    let ended = matches!(
-        status,
-        StepStatus::Succeeded | StepStatus::Failed | StepStatus::Cancelled
-    );
+    let row = StepRow::of(update, now)?;
     let backend = db.get_database_backend();
     let sql = match backend {
         DbBackend::Postgres => UPDATE_STEP_POSTGRES,
         _ => UPDATE_STEP_SQLITE,
     };
     let values: [Value; 10] = [
-        status.as_str().into(),
-        (attempts as i32).into(),
-        error.as_deref().map(clip).into(),
-        event.into(),
-        now.into(),
-        (status != StepStatus::Pending).then_some(now).into(),
-        ended.then_some(now).into(),
-        Uuid::from(task_id).into(),
-        (stage as i32).into(),
-        Uuid::from(component_id).into(),
+        row.status.into(),
+        row.attempts.into(),
+        row.error.clone().into(),
+        row.event.clone().into(),
+        row.now.into(),
+        row.started.into(),
+        row.finished.into(),
+        row.task_id.into(),
+        row.stage.into(),
+        row.component_id.into(),
     ];
     let statement = Statement::from_sql_and_values(backend, sql, values);
-    if db.execute_raw(statement).await?.rows_affected() > 0 {
+    let changed = db.execute_raw(statement).await?.rows_affected() > 0;
+    if let Some(power) = row.power {
+        // What a sighting writes (`drift::store`): the observed power and the last sighting.
+        components::Entity::update_many()
+            .col_expr(components::Column::PowerState, Expr::value(power))
+            .col_expr(components::Column::LastSeenAt, Expr::value(row.now))
+            .filter(components::Column::Id.eq(row.component_id))
+            .filter(components::Column::DeletedAt.is_null())
+            .exec(db)
+            .await?;
+    }
+    if changed {
         return Ok(());
     }
-    // Nothing changed: the step has ended (and is left alone), or there is no such step.
+    unchanged(db, &row).await
+}
+
+/// A report that changed nothing: fine when its step has ended (it is left alone), `NotFound`
+/// when there is no such step.
+pub(in crate::tasks) async fn unchanged(db: &impl ConnectionTrait, row: &StepRow) -> Result<()> {
     let exists = task_steps::Entity::find()
-        .filter(task_steps::Column::TaskId.eq(task_id))
-        .filter(task_steps::Column::Stage.eq(stage as i32))
-        .filter(task_steps::Column::ComponentId.eq(component_id))
+        .filter(task_steps::Column::TaskId.eq(row.task_id))
+        .filter(task_steps::Column::Stage.eq(row.stage))
+        .filter(task_steps::Column::ComponentId.eq(row.component_id))
         .count(db)
         .await?;
     if exists == 0 {
         return Err(Error::not_found(
             "task step",
-            format!("{task_id}/{stage}/{component_id}"),
+            format!("{}/{}/{}", row.task_id, row.stage, row.component_id),
         ));
     }
     Ok(())

@@ -265,7 +265,7 @@ pub async fn last_change(
 
 pub use super::list::{TaskFilter, list, rack_names};
 pub use super::steps::steps;
-pub(in crate::tasks) use super::steps::{close_open_steps, record_plan, update_step};
+pub(in crate::tasks) use super::steps::{close_open_steps, record_plan};
 
 /// How many tasks are in each of `statuses` right now (statuses with none are left out).
 pub async fn count_by_status(

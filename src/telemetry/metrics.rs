@@ -48,6 +48,7 @@ pub const NAMES: &[&str] = &[
     "flow_db_pool_connections",
     "flow_temporal_client_errors_total",
     "flow_lookup_batch_size",
+    "flow_step_report_batch_size",
     "flow_auth_failures_total",
     "flow_event_streams_open",
     "flow_event_watch_queries_total",
@@ -74,6 +75,7 @@ pub struct Metrics {
     pub db_pool: IntGaugeVec,
     pub temporal_errors: IntCounterVec,
     pub lookup_batch_size: prometheus::Histogram,
+    pub step_report_batch_size: prometheus::Histogram,
     pub auth_failures: IntCounterVec,
     pub event_streams_open: prometheus::IntGauge,
     pub event_watch_queries: prometheus::IntCounter,
@@ -118,6 +120,16 @@ fn histogram(
         labels,
     )
     .unwrap_or_else(|e| panic!("{name}: {e}"));
+    registry
+        .register(Box::new(metric.clone()))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    metric
+}
+
+/// How many requests one coalesced statement carried (no labels).
+fn batch_histogram(registry: &Registry, name: &str, help: &str) -> prometheus::Histogram {
+    let opts = HistogramOpts::new(name, help).buckets(BATCH_BUCKETS.to_vec());
+    let metric = prometheus::Histogram::with_opts(opts).unwrap_or_else(|e| panic!("{name}: {e}"));
     registry
         .register(Box::new(metric.clone()))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -198,18 +210,16 @@ impl Metrics {
                 "Failed calls to Temporal, by call (start, cancel, state, ping)",
                 &["call"],
             ),
-            lookup_batch_size: {
-                let opts = HistogramOpts::new(
-                    "flow_lookup_batch_size",
-                    "Lookups by serial answered by one statement (coalesced lookups on PostgreSQL)",
-                )
-                .buckets(BATCH_BUCKETS.to_vec());
-                let metric = prometheus::Histogram::with_opts(opts)
-                    .unwrap_or_else(|e| panic!("flow_lookup_batch_size: {e}"));
-                r.register(Box::new(metric.clone()))
-                    .unwrap_or_else(|e| panic!("flow_lookup_batch_size: {e}"));
-                metric
-            },
+            lookup_batch_size: batch_histogram(
+                &r,
+                "flow_lookup_batch_size",
+                "Lookups by serial answered by one statement (coalesced lookups on PostgreSQL)",
+            ),
+            step_report_batch_size: batch_histogram(
+                &r,
+                "flow_step_report_batch_size",
+                "Task step reports written by one statement (coalesced on PostgreSQL)",
+            ),
             auth_failures: counter(
                 &r,
                 "flow_auth_failures_total",
@@ -305,6 +315,11 @@ pub fn schedule_fired(outcome: &str) {
 #[allow(clippy::cast_precision_loss)]
 pub fn lookup_batch(size: usize) {
     METRICS.lookup_batch_size.observe(size as f64);
+}
+
+/// Step reports one statement wrote (see `tasks::step_batch`).
+pub fn step_report_batch(size: usize) {
+    METRICS.step_report_batch_size.observe(size as f64);
 }
 
 /// A credential refused (`missing`, `invalid`, `expired`) or a console sign-in refused

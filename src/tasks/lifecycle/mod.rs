@@ -1,8 +1,9 @@
 //! The one writer of task state: every change to a task row or a step row goes through here
 //! (creation, start, step updates, finish, cancel, withdrawal, promotion, reconciliation).
 //! Submissions decide and call it to create; the workflow's activities send it a typed
-//! `StepUpdate` and the start and end of the run. The storage writers (`store::transition`,
-//! `store::update_step`, …) are called from this module only.
+//! `StepUpdate` (written by `step_batch`, coalesced on PostgreSQL) and the start and end of the
+//! run. The storage writers (`store::transition`,
+//! `store::record_plan`, …) are called from this module only.
 //!
 //! A queued task is planned again when it is promoted (`dispatch`): it runs what its rule and
 //! the rack's inventory say when it starts, not what they said when it was submitted.
@@ -112,7 +113,7 @@ impl TaskService {
 
     /// Records one device's step progress reported by the run.
     pub async fn record_step(&self, update: &StepUpdate) -> Result<()> {
-        store::update_step(&self.db, update, self.clock.now()).await
+        self.step_reports.record(update, self.clock.now()).await
     }
 
     /// The run started working: pending -> running.

@@ -14,6 +14,7 @@ use super::steps::{self, Progress, StepFailure};
 use crate::clock::Clock;
 use crate::components::registry::Registry;
 use crate::components::{Device, DeviceError, FirmwareRequest};
+use crate::domain::PowerState;
 use crate::error::Error;
 use crate::rules::model::Action;
 use crate::tasks::model::{StepStatus, TaskStatus};
@@ -111,6 +112,16 @@ impl Recorder<'_> {
         error: Option<String>,
         event: String,
     ) -> Result<(), ActivityError> {
+        self.report(status, error, event, None).await
+    }
+
+    async fn report(
+        &self,
+        status: StepStatus,
+        error: Option<String>,
+        event: String,
+        power_seen: Option<PowerState>,
+    ) -> Result<(), ActivityError> {
         let update = StepUpdate {
             task_id: self.input.task_id.into(),
             stage: self.input.stage,
@@ -119,6 +130,7 @@ impl Recorder<'_> {
             attempts: self.attempt,
             error,
             event,
+            power_seen,
         };
         self.tasks
             .record_step(&update)
@@ -126,11 +138,12 @@ impl Recorder<'_> {
             .map_err(activity_error)
     }
 
-    /// Records how the step ended and answers the workflow: done, failed for good (an outcome
-    /// with the error), or failed for a retry (an activity error, which Temporal retries).
+    /// Records how the step ended and answers the workflow: done (with the power it left the
+    /// device in, if any), failed for good (an outcome with the error), or failed for a retry
+    /// (an activity error, which Temporal retries).
     async fn finish(
         &self,
-        result: Result<String, StepFailure>,
+        (result, power_seen): (Result<String, StepFailure>, Option<PowerState>),
     ) -> Result<StepOutcome, ActivityError> {
         let outcome = |error: Option<String>| StepOutcome {
             component_id: self.input.device.component_id,
@@ -140,7 +153,8 @@ impl Recorder<'_> {
         };
         match result {
             Ok(detail) => {
-                self.record(StepStatus::Succeeded, None, detail).await?;
+                self.report(StepStatus::Succeeded, None, detail, power_seen)
+                    .await?;
                 Ok(outcome(None))
             }
             Err(StepFailure::Cancelled) => {
@@ -200,15 +214,16 @@ impl RackActivities {
     /// Records what a successful step learnt, as the drift sync records what it sees (observed
     /// fields, never the operator's): the external id registration reported (a clash with
     /// another component fails the step), and the power and firmware the device was left with,
-    /// so badges are right as the step ends.
+    /// so badges are right as the step ends. The power alone (a power step) is handed back, to
+    /// be written with the step's final report in one statement.
     async fn record_effects(
         &self,
         input: &DeviceStepInput,
         learnt: Learnt,
         result: Result<String, StepFailure>,
-    ) -> Result<Result<String, StepFailure>, ActivityError> {
+    ) -> Result<(Result<String, StepFailure>, Option<PowerState>), ActivityError> {
         if result.is_err() {
-            return Ok(result);
+            return Ok((result, None));
         }
         let (db, now) = (self.tasks.db(), self.clock.now());
         let component = input.device.component_id;
@@ -217,9 +232,12 @@ impl RackActivities {
                 .await
                 .map_err(activity_error)?;
             if let Some(clash) = clash {
-                return Ok(Err(StepFailure::Device(DeviceError::Rejected(
-                    clash.error().to_string(),
-                ))));
+                return Ok((
+                    Err(StepFailure::Device(DeviceError::Rejected(
+                        clash.error().to_string(),
+                    ))),
+                    None,
+                ));
             }
         }
         if let Some(version) = &learnt.firmware_version {
@@ -230,19 +248,20 @@ impl RackActivities {
                 .map_err(activity_error)?;
         }
         let power = steps::power_after(&input.actions);
-        if power.is_some() || learnt.firmware_version.is_some() {
-            let sighting = crate::drift::compare::Sighting {
-                component_id: component,
-                external_id: None,
-                firmware_version: learnt.firmware_version,
-                power,
-                tray: None,
-            };
-            crate::drift::store::record_sightings(db, &[sighting], now)
-                .await
-                .map_err(activity_error)?;
+        if learnt.firmware_version.is_none() {
+            return Ok((result, power.map(crate::drift::store::power_state)));
         }
-        Ok(result)
+        let sighting = crate::drift::compare::Sighting {
+            component_id: component,
+            external_id: None,
+            firmware_version: learnt.firmware_version,
+            power,
+            tray: None,
+        };
+        crate::drift::store::record_sightings(db, &[sighting], now)
+            .await
+            .map_err(activity_error)?;
+        Ok((result, None))
     }
 }
 
@@ -315,6 +334,7 @@ impl RackActivities {
                     attempts: 0,
                     error: None,
                     event: input.reason.clone(),
+                    power_seen: None,
                 })
                 .await
                 .map_err(activity_error)?;
@@ -339,6 +359,7 @@ impl RackActivities {
                 attempts: 0,
                 error: Some(input.error.clone()),
                 event: note,
+                power_seen: None,
             })
             .await
             .map_err(activity_error)

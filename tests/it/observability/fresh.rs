@@ -109,6 +109,7 @@ fn a_fresh_process_serves_every_family_and_series_the_readme_dashboard_and_alert
         "flow_device_calls_total{action=\"set_power\",manager=\"sim\",outcome=\"unreachable\"} 0",
         "flow_device_call_duration_seconds_count{action=\"set_power\",manager=\"sim\"} 0",
         "flow_lookup_batch_size_count 0",
+        "flow_step_report_batch_size_count 0",
     ] {
         assert!(served.lines().any(|l| l == series), "{series} in {served}");
     }
