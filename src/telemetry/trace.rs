@@ -92,7 +92,14 @@ where
 {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     opentelemetry::global::set_tracer_provider(provider.clone());
-    tracing_opentelemetry::layer().with_tracer(provider.tracer("flow"))
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("flow"))
+        // Each of these runs at every poll (enter and exit) or every span of every request: the
+        // busy/idle timings, the thread and source-location attributes cost the request path
+        // more than they tell.
+        .with_tracked_inactivity(false)
+        .with_threads(false)
+        .with_location(false)
 }
 
 /// The Temporal client plugin that carries the trace through workflows and activities.
