@@ -2,9 +2,9 @@
 //! flight share the next one.
 //!
 //! Every device step reports twice (it runs, it ended), so a hundred racks powering on send
-//! thousands of one-row updates at once, each its own statement and commit. They are the same
-//! compare-and-set as [`update_step`]'s, so under load the waiting reports go together in one
-//! `UPDATE … FROM UNNEST(…)`: one round trip and one commit for many steps. A lone report goes
+//! thousands of one-row updates at once, each its own statement and commit. Each is a
+//! compare-and-set (as SQLite's [`update_step`] is), so under load the waiting reports go
+//! together in one `UPDATE … FROM UNNEST(…)`: one round trip and one commit for many steps. A lone report goes
 //! at once, alone, with no added wait. A report is answered only once its statement has
 //! committed. SQLite (one writer, in process) writes each report alone. Each statement records
 //! how many reports it carried in the `flow_step_report_batch_size` histogram.
@@ -73,23 +73,20 @@ impl StepReports {
         }
     }
 
-    /// Writes one report (see [`steps::update_step`]); answers once it is committed.
+    /// Writes one report; answers once it is committed.
     pub async fn record(&self, update: &StepUpdate, now: DateTime<Utc>) -> Result<()> {
+        let row = StepRow::of(update, now)?;
         if self.db.get_database_backend() != DbBackend::Postgres {
-            return steps::update_step(&self.db, update, now).await;
+            return steps::update_step(&self.db, &row).await;
         }
         let (reply, answer) = oneshot::channel();
-        let pending = Pending {
-            row: StepRow::of(update, now)?,
-            reply,
-        };
-        if self.queue().send(pending).is_err() {
-            return steps::update_step(&self.db, update, now).await;
+        if let Err(refused) = self.queue().send(Pending { row, reply }) {
+            return alone(&self.db, &refused.0.row).await;
         }
         match answer.await {
             Ok(answer) => answer,
             // The shared statement failed: this report goes alone, to get its own error.
-            Err(_) => steps::update_step(&self.db, update, now).await,
+            Err(_) => alone(&self.db, &StepRow::of(update, now)?).await,
         }
     }
 
@@ -147,18 +144,17 @@ async fn write(db: &DatabaseConnection, round: Vec<Pending>) {
     let rows: Vec<&StepRow> = round.iter().map(|p| &p.row).collect();
     let changed = match update_many(db, &rows).await {
         Ok(changed) => changed,
-        Err(error) => {
-            let error = sea_orm::DbErr::Query(sea_orm::RuntimeErr::SqlxError(Arc::new(error)));
-            if crate::db::is_outage(&error) {
-                for pending in round {
-                    let _ = pending.reply.send(Err(Error::Unavailable {
-                        service: "database",
-                        message: error.to_string(),
-                    }));
-                }
-            } else {
-                tracing::debug!(%error, "batched step reports failed; each goes alone");
+        Err(error) if crate::db::is_outage(&error) => {
+            for pending in round {
+                let _ = pending.reply.send(Err(Error::Unavailable {
+                    service: "database",
+                    message: error.to_string(),
+                }));
             }
+            return;
+        }
+        Err(error) => {
+            tracing::debug!(%error, "batched step reports failed; each goes alone");
             return;
         }
     };
@@ -172,11 +168,19 @@ async fn write(db: &DatabaseConnection, round: Vec<Pending>) {
     }
 }
 
+/// One report in a statement of its own (the queue is gone, or its shared statement failed).
+async fn alone(db: &DatabaseConnection, row: &StepRow) -> Result<()> {
+    if update_many(db, &[row]).await?.is_empty() {
+        return steps::unchanged(db, row).await;
+    }
+    Ok(())
+}
+
 /// The rows of a round as one statement's arrays; the steps it changed.
 async fn update_many(
     db: &DatabaseConnection,
     rows: &[&StepRow],
-) -> std::result::Result<HashSet<StepKey>, sea_orm::sqlx::Error> {
+) -> std::result::Result<HashSet<StepKey>, sea_orm::DbErr> {
     let changed: Vec<StepKey> = sea_orm::sqlx::query_as(UPDATE_STEPS_POSTGRES)
         .bind(rows.iter().map(|r| r.status).collect::<Vec<_>>())
         .bind(rows.iter().map(|r| r.attempts).collect::<Vec<_>>())
@@ -190,7 +194,8 @@ async fn update_many(
         .bind(rows.iter().map(|r| r.component_id).collect::<Vec<_>>())
         .bind(rows.iter().map(|r| r.power).collect::<Vec<_>>())
         .fetch_all(db.get_postgres_connection_pool())
-        .await?;
+        .await
+        .map_err(|e| sea_orm::DbErr::Query(sea_orm::RuntimeErr::SqlxError(Arc::new(e))))?;
     Ok(changed.into_iter().collect())
 }
 

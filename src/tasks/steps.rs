@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, Statement, Value,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, Statement, Value,
 };
 use uuid::Uuid;
 
@@ -112,21 +112,12 @@ impl StepRow {
     }
 }
 
-/// Writes one component's step progress in one statement, a compare-and-set: the row changes
-/// only while the step is unfinished, so a retried activity or a late writer cannot undo a
-/// final result, and the event is appended by the database rather than read and written back
-/// (two concurrent reports each keep their line).
-pub(in crate::tasks) async fn update_step(
-    db: &impl ConnectionTrait,
-    update: &StepUpdate,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    let row = StepRow::of(update, now)?;
-    let backend = db.get_database_backend();
-    let sql = match backend {
-        DbBackend::Postgres => UPDATE_STEP_POSTGRES,
-        _ => UPDATE_STEP_SQLITE,
-    };
+/// Writes one component's step progress on SQLite (PostgreSQL writes them through
+/// `step_batch`, the same compare-and-set for many rows): the row changes only while the step is
+/// unfinished, so a retried activity or a late writer cannot undo a final result, and the event
+/// is appended by the database rather than read and written back (two concurrent reports each
+/// keep their line).
+pub(in crate::tasks) async fn update_step(db: &impl ConnectionTrait, row: &StepRow) -> Result<()> {
     let values: [Value; 10] = [
         row.status.into(),
         row.attempts.into(),
@@ -139,7 +130,8 @@ pub(in crate::tasks) async fn update_step(
         row.stage.into(),
         row.component_id.into(),
     ];
-    let statement = Statement::from_sql_and_values(backend, sql, values);
+    let statement =
+        Statement::from_sql_and_values(db.get_database_backend(), UPDATE_STEP_SQLITE, values);
     let changed = db.execute_raw(statement).await?.rows_affected() > 0;
     if let Some(power) = row.power {
         // What a sighting writes (`drift::store`): the observed power and the last sighting.
@@ -154,7 +146,7 @@ pub(in crate::tasks) async fn update_step(
     if changed {
         return Ok(());
     }
-    unchanged(db, &row).await
+    unchanged(db, row).await
 }
 
 /// A report that changed nothing: fine when its step has ended (it is left alone), `NotFound`
@@ -178,19 +170,11 @@ pub(in crate::tasks) async fn unchanged(db: &impl ConnectionTrait, row: &StepRow
 /// [`update_step`]'s statement: `$1` status, `$2` attempts, `$3` error, `$4` the event as a
 /// JSON object, `$5` now, `$6` the start time if the step has begun, `$7` the end time if it
 /// ended; `$8`–`$10` the step's task, stage and component.
-macro_rules! update_step_sql {
-    ($append:literal) => {
-        concat!(
-            "UPDATE task_steps SET status = $1, attempts = $2, error = $3, events = ",
-            $append,
-            ", started_at = COALESCE(started_at, $6), finished_at = COALESCE($7, finished_at), ",
-            "updated_at = $5 WHERE task_id = $8 AND stage = $9 AND component_id = $10 ",
-            "AND status NOT IN ('succeeded', 'failed', 'cancelled')"
-        )
-    };
-}
-const UPDATE_STEP_POSTGRES: &str = update_step_sql!("events || jsonb_build_array($4::jsonb)");
-const UPDATE_STEP_SQLITE: &str = update_step_sql!("json_insert(events, '$[#]', json($4))");
+const UPDATE_STEP_SQLITE: &str = "UPDATE task_steps SET status = $1, attempts = $2, error = $3, \
+events = json_insert(events, '$[#]', json($4)), started_at = COALESCE(started_at, $6), \
+finished_at = COALESCE($7, finished_at), updated_at = $5 \
+WHERE task_id = $8 AND stage = $9 AND component_id = $10 \
+AND status NOT IN ('succeeded', 'failed', 'cancelled')";
 
 /// Marks every unfinished step of a task cancelled (the task was cancelled or failed early).
 pub(in crate::tasks) async fn close_open_steps(
