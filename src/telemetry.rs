@@ -6,6 +6,8 @@ pub mod export;
 pub mod metrics;
 pub mod trace;
 
+use std::io::IsTerminal;
+
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
@@ -62,7 +64,13 @@ pub fn init(filter: &str, format: &str) -> Telemetry {
             .try_init()
     } else {
         registry
-            .with(tracing_subscriber::fmt::layer().with_target(true))
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_target(true)
+                    // Colours only on a terminal: a log file or collector gets plain text (and
+                    // each request span's fields are not wrapped in escape codes for nothing).
+                    .with_ansi(std::io::stdout().is_terminal()),
+            )
             .try_init()
     };
     if let Some(e) = export_error {

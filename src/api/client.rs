@@ -6,10 +6,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Request, State};
 use axum::http::HeaderMap;
-use axum::middleware::Next;
-use axum::response::Response;
 use ipnet::IpNet;
 
 /// The client address of a request (an extension set before the request span opens).
@@ -94,23 +91,6 @@ fn parse_hop(item: &str) -> Option<IpAddr> {
     item.strip_prefix('[')
         .and_then(|rest| rest.split_once(']'))
         .and_then(|(ip, _)| ip.parse().ok())
-}
-
-/// The outermost middleware: records the client address for the span, logs and audit.
-pub async fn resolve(
-    State(trusted): State<TrustedProxies>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip());
-    if let Some(peer) = peer {
-        let client = trusted.client(peer, request.headers());
-        request.extensions_mut().insert(ClientAddr(client));
-    }
-    next.run(request).await
 }
 
 #[cfg(test)]

@@ -1,11 +1,7 @@
-//! `/metrics` (Prometheus text exposition) and the middleware that counts every request by its
-//! matched route template, so label values stay a closed set whatever paths clients send.
+//! `/metrics` (Prometheus text exposition); requests are counted by [`super::edge::Count`].
 
-use std::time::Instant;
-
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -14,27 +10,8 @@ use super::openapi::SYSTEM;
 use crate::app::AppState;
 use crate::telemetry::metrics::{self, METRICS};
 
-/// The route label of requests no route matched (404s for arbitrary paths).
-const UNMATCHED: &str = "unmatched";
-
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_metrics))
-}
-
-/// Counts and times a request under its route template (`/v1/racks/{rack}`), never the raw path.
-pub async fn track(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().clone();
-    // A shared string: cloning it allocates nothing.
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let response = next.run(request).await;
-    metrics::http_request(
-        method.as_str(),
-        route.as_ref().map_or(UNMATCHED, MatchedPath::as_str),
-        response.status().as_u16(),
-        started.elapsed(),
-    );
-    response
 }
 
 /// Prometheus metrics

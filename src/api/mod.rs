@@ -7,6 +7,7 @@ pub mod bmc_address;
 pub mod client;
 pub mod components;
 pub mod doc_pass;
+pub mod edge;
 pub mod extract;
 pub mod follow;
 pub mod health_reports;
@@ -18,12 +19,14 @@ pub mod openapi;
 pub mod operations;
 pub mod problem;
 pub mod racks;
+pub mod request_id;
 pub mod rollouts;
 pub mod rules;
 pub mod schedules;
 pub mod schema;
 pub mod system;
 pub mod tasks;
+pub mod toggle;
 pub mod tokens;
 pub mod validation;
 
@@ -33,9 +36,9 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Request, Response, StatusCode};
 use axum::response::IntoResponse;
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::CorsLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{OnResponse, TraceLayer};
 use utoipa::OpenApi;
@@ -46,6 +49,7 @@ use crate::app::AppState;
 use crate::error::Code;
 use crate::telemetry::trace;
 use problem::Problem;
+use toggle::Toggle;
 
 /// Every route with its OpenAPI description, before state and middleware are attached.
 pub(crate) fn api_router() -> OpenApiRouter<AppState> {
@@ -96,60 +100,89 @@ fn build(state: AppState, beside: Router<AppState>, face: Option<access::Console
     let (routes, doc) = parts(config.metrics.public);
     // The guard's table is read from the routes' declarations once, here, not on a first request.
     access::routes();
-    let request_id = axum::http::HeaderName::from_static("x-request-id");
-    let mut app = routes
+    routes
         // The console sits behind the same guard: its pages need `viewer`, its forms `operator`.
         .merge(beside)
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             access::guard,
-        ));
-    if let Some(face) = face {
-        app = app.layer(axum::Extension(face));
-    }
-    let mut app = app
+        ))
         .merge(SwaggerUi::new("/swagger-ui").external_url_unchecked("/openapi.json", doc.0))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
-        .layer(DefaultBodyLimit::max(config.server.max_body_bytes))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            config.server.request_timeout,
-        ))
-        .layer(axum::middleware::map_response(timeout_problem))
-        // The one place a handler's panic becomes an answer (the guard audits the attempt).
-        .layer(CatchPanicLayer::custom(panic_answer as PanicAnswer));
-    let skip = |layer: &str| {
-        config
+        .layer(stack(&config, face))
+}
+
+/// The middleware of every route, outermost first, as one layer. The router wraps each route
+/// in each layer it is given, and every wrap is a boxed service that is cloned, with all it
+/// wraps, on every request: applied one by one, the dozen layers below cost a lookup more
+/// allocations than its answer.
+fn stack(config: &crate::config::Config, face: Option<access::ConsoleFace>) -> impl Stack {
+    let on = |layer: &str| {
+        !config
             .server
             .bench_skip_middleware
             .iter()
             .any(|m| m == layer)
     };
-    if !skip("metrics") {
+    ServiceBuilder::new()
+        .layer(edge::EdgeLayer {
+            trusted: trusted_proxies(config),
+            request_ids: on("request_id"),
+        })
+        .layer(Toggle(on("trace").then(trace_layer)))
+        .layer(Toggle(config.server.dev_mode.then(CorsLayer::permissive)))
         // Outside the timeout and panic layers, so 408s and 500s are counted too.
-        app = app.layer(axum::middleware::from_fn(metrics::track));
-    }
-    if config.server.dev_mode {
-        app = app.layer(CorsLayer::permissive());
-    }
-    if !skip("request_id") {
-        app = app.layer(PropagateRequestIdLayer::new(request_id.clone()));
-    }
-    if !skip("trace") {
-        app = app.layer(trace_layer());
-    }
-    if !skip("request_id") {
-        app = app
-            .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
-            .layer(axum::middleware::from_fn(check_request_id));
-    }
-    app.layer(axum::middleware::from_fn_with_state(
-        trusted_proxies(&config),
-        client::resolve,
-    ))
-    .layer(axum::middleware::map_response(security_headers))
+        .layer(Toggle(on("metrics").then_some(edge::CountLayer)))
+        // The one place a handler's panic becomes an answer (the guard audits the attempt).
+        .layer(CatchPanicLayer::custom(panic_answer as PanicAnswer))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            config.server.request_timeout,
+        ))
+        .layer(DefaultBodyLimit::max(config.server.max_body_bytes))
+        // How the guard answers for the console's pages, when one is mounted.
+        .layer(Toggle(face.map(axum::Extension)))
+}
+
+/// What [`Router::layer`] takes.
+trait Stack:
+    tower::Layer<
+        axum::routing::Route,
+        Service: tower::Service<
+            axum::extract::Request,
+            Response: IntoResponse + 'static,
+            Error: Into<std::convert::Infallible> + 'static,
+            Future: Send + 'static,
+        > + Clone
+                     + Send
+                     + Sync
+                     + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<L> Stack for L where
+    L: tower::Layer<
+            axum::routing::Route,
+            Service: tower::Service<
+                axum::extract::Request,
+                Response: IntoResponse + 'static,
+                Error: Into<std::convert::Infallible> + 'static,
+                Future: Send + 'static,
+            > + Clone
+                         + Send
+                         + Sync
+                         + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
 }
 
 /// How a request's span is made.
@@ -196,22 +229,6 @@ impl<T: std::fmt::Display> std::fmt::Display for OrDash<T> {
     }
 }
 
-/// Headers on every answer: no content sniffing (a JSON answer is never run as a script), and
-/// no `Referer` carrying Flow's URLs (ids, filters) to wherever a link leads.
-async fn security_headers(mut response: axum::response::Response) -> axum::response::Response {
-    use axum::http::{HeaderValue, header};
-    let headers = response.headers_mut();
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    response
-}
-
 /// `FLOW_TRUSTED_PROXIES`, checked when the configuration was loaded.
 fn trusted_proxies(config: &crate::config::Config) -> client::TrustedProxies {
     let networks = crate::config::parse_networks(&config.server.trusted_proxies);
@@ -237,30 +254,7 @@ pub fn panic_answer(panic: Box<dyn std::any::Any + Send>) -> axum::response::Res
     .into_response()
 }
 
-/// Longest `x-request-id` accepted (a UUID is 36; tracing ids are at most 64).
-pub const MAX_REQUEST_ID_LEN: usize = 128;
-
-/// Refuses an `x-request-id` that is too long or not visible ASCII: it is echoed and logged,
-/// so it must not smuggle a megabyte or terminal control sequences.
-async fn check_request_id(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    if let Some(value) = request.headers().get("x-request-id") {
-        let bytes = value.as_bytes();
-        if bytes.is_empty()
-            || bytes.len() > MAX_REQUEST_ID_LEN
-            || !bytes.iter().all(|b| b.is_ascii_graphic())
-        {
-            return Problem::invalid(vec![crate::error::FieldError::new(
-                "x-request-id",
-                format!("must be 1 to {MAX_REQUEST_ID_LEN} visible ASCII characters"),
-            )])
-            .into_response();
-        }
-    }
-    next.run(request).await
-}
+pub use request_id::MAX_REQUEST_ID_LEN;
 
 /// Logs each response in the request's span: errors at INFO, successes at DEBUG. A formatted
 /// and written line per request cost the lookup path more CPU than its own query; enable
@@ -296,8 +290,9 @@ async fn method_not_allowed() -> Problem {
     )
 }
 
-/// The timeout layer answers 408 with an empty body; give it the problem body every error has.
-async fn timeout_problem(response: axum::response::Response) -> axum::response::Response {
+/// The timeout layer answers 408 with an empty body; give it the problem body every error has
+/// (done by [`edge::Edge`] on the way out).
+pub(crate) fn timeout_problem(response: axum::response::Response) -> axum::response::Response {
     let bare = !response
         .headers()
         .contains_key(axum::http::header::CONTENT_TYPE);
@@ -319,7 +314,7 @@ mod tests {
     #[tokio::test]
     async fn a_bare_timeout_becomes_a_request_timeout_problem() {
         let bare = (StatusCode::REQUEST_TIMEOUT, ()).into_response();
-        let answered = timeout_problem(bare).await;
+        let answered = timeout_problem(bare);
         assert_eq!(answered.status(), StatusCode::REQUEST_TIMEOUT);
         assert_eq!(
             answered.headers()[axum::http::header::CONTENT_TYPE],

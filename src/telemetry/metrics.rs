@@ -269,11 +269,10 @@ pub fn render() -> String {
 }
 
 /// One answered HTTP request.
-pub fn http_request(method: &str, route: &str, status: u16, elapsed: Duration) {
-    let status = status.to_string();
+pub fn http_request(method: &str, route: &str, status: &str, elapsed: Duration) {
     METRICS
         .http_requests
-        .with_label_values(&[method, route, status.as_str()])
+        .with_label_values(&[method, route, status])
         .inc();
     METRICS
         .http_duration
