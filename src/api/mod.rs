@@ -202,7 +202,7 @@ fn trace_layer()
 fn request_span(req: &Request<axum::body::Body>) -> tracing::Span {
     let id = req
         .headers()
-        .get("x-request-id")
+        .get(request_id::X_REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("-");
     // Recorded as `Display` values: a disabled span formats (and allocates) nothing.

@@ -95,7 +95,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     let audited = mutating(&method) && !is_preview(request.uri().path(), request.uri().query());
     let request_id = request
         .headers()
-        .get("x-request-id")
+        .get(crate::api::request_id::X_REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
     let client = request
