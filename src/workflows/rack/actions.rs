@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::steps::{Progress, StepFailure, pause, poll_until, power_name, unsupported};
+use super::steps::{Poll, Progress, StepFailure, pause, poll_until, power_name, unsupported};
 use crate::components::{
     Device, DeviceError, DevicePower, FirmwareControl, FirmwareRequest, FirmwareState, ManagerSet,
     PowerStatus,
@@ -91,10 +91,10 @@ impl Step<'_> {
         let waiting = format!("waiting for power {wanted}");
         poll_until(self.progress, timeout, interval, &waiting, || async {
             match status.power_status(self.device).await {
-                Ok(now) if now == expect => Ok(Ok(format!("power is {wanted}"))),
-                Ok(now) => Ok(Err(power_name(now).to_string())),
+                Ok(now) if now == expect => Ok(Poll::Done(format!("power is {wanted}"))),
+                Ok(now) => Ok(Poll::Waiting(power_name(now).to_string())),
                 // Errors while the device settles are expected; only the deadline decides.
-                Err(e) if e.is_retryable() => Ok(Err(format!("unanswered ({e})"))),
+                Err(e) if e.is_retryable() => Ok(Poll::Unanswered(e.to_string())),
                 Err(e) => Err(StepFailure::Device(e)),
             }
         })
@@ -110,8 +110,8 @@ impl Step<'_> {
         let waiting = "waiting for the device to answer";
         poll_until(self.progress, timeout, interval, waiting, || async {
             match status.power_status(self.device).await {
-                Ok(now) => Ok(Ok(format!("answers (power {})", power_name(now)))),
-                Err(e) if e.is_retryable() => Ok(Err(format!("unreachable ({e})"))),
+                Ok(now) => Ok(Poll::Done(format!("answers (power {})", power_name(now)))),
+                Err(e) if e.is_retryable() => Ok(Poll::Waiting(format!("unreachable ({e})"))),
                 Err(e) => Err(StepFailure::Device(e)),
             }
         })
@@ -179,7 +179,7 @@ impl Step<'_> {
         let version = poll_until(self.progress, timeout, interval, waiting, || async {
             match firmware.update_status(self.device).await {
                 Ok(s) if s.state == FirmwareState::Completed => {
-                    Ok(Ok(s.version.unwrap_or_default()))
+                    Ok(Poll::Done(s.version.unwrap_or_default()))
                 }
                 Ok(s) if s.state == FirmwareState::Failed => {
                     Err(StepFailure::Device(DeviceError::Rejected(format!(
@@ -191,12 +191,12 @@ impl Step<'_> {
                 // part on another version than expected is what a timeout must name).
                 Ok(s) => {
                     let state = format!("{:?}", s.state).to_lowercase();
-                    Ok(Err(match s.version {
+                    Ok(Poll::Waiting(match s.version {
                         Some(v) => format!("{state} ({v})"),
                         None => state,
                     }))
                 }
-                Err(e) if e.is_retryable() => Ok(Err(format!("unanswered ({e})"))),
+                Err(e) if e.is_retryable() => Ok(Poll::Unanswered(e.to_string())),
                 Err(e) => Err(StepFailure::Device(e)),
             }
         })

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::actions::Step;
-use super::steps::{StepFailure, poll_until, unsupported};
+use super::steps::{Poll, StepFailure, poll_until, unsupported};
 use crate::components::{
     Activation, DeviceError, DevicePower, FirmwareControl, PowerOp, RecipeView,
 };
@@ -136,7 +136,7 @@ impl Step<'_> {
         poll_until(self.progress, timeout, interval, &waiting, || async {
             let seen = match firmware.part_versions(self.device, &parts).await {
                 Ok(seen) => seen,
-                Err(e) if e.is_retryable() => return Ok(Err(format!("unanswered ({e})"))),
+                Err(e) if e.is_retryable() => return Ok(Poll::Unanswered(e.to_string())),
                 Err(e) => return Err(StepFailure::Device(e)),
             };
             let off: Vec<String> = expected
@@ -153,9 +153,9 @@ impl Step<'_> {
                 })
                 .collect();
             Ok(if off.is_empty() {
-                Ok(String::new())
+                Poll::Done(String::new())
             } else {
-                Err(off.join(", "))
+                Poll::Waiting(off.join(", "))
             })
         })
         .await?;

@@ -117,7 +117,18 @@ pub async fn run_all(
     Ok(done.join("; "))
 }
 
-/// Polls `check` until it says done, the deadline passes, or the step is cancelled.
+/// One look at a device while polling.
+pub(super) enum Poll {
+    /// Done, with what to report.
+    Done(String),
+    /// Not there yet: the state the device is in.
+    Waiting(String),
+    /// The device did not answer this time (it may be restarting): only the deadline decides.
+    Unanswered(String),
+}
+
+/// Polls `check` until it says done, the deadline passes, or the step is cancelled. A timeout
+/// names the last state the device showed, even when the very last look went unanswered.
 pub(super) async fn poll_until<F, Fut>(
     progress: &dyn Progress,
     timeout: Duration,
@@ -127,21 +138,30 @@ pub(super) async fn poll_until<F, Fut>(
 ) -> Result<String, StepFailure>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Result<String, String>, StepFailure>>,
+    Fut: std::future::Future<Output = Result<Poll, StepFailure>>,
 {
     let deadline = Instant::now() + timeout;
+    let mut shown: Option<String> = None;
     loop {
-        let last = match check().await? {
-            Ok(done) => return Ok(done),
-            Err(now) => now,
+        let now = match check().await? {
+            Poll::Done(done) => return Ok(done),
+            Poll::Waiting(state) => {
+                shown = Some(state.clone());
+                state
+            }
+            Poll::Unanswered(why) => format!("unanswered ({why})"),
         };
         if Instant::now() >= deadline {
+            let last = match &shown {
+                Some(state) if *state != now => format!("{state}, then {now}"),
+                _ => now,
+            };
             return Err(StepFailure::TimedOut(format!(
                 "{waiting_for}: still {last} after {}",
                 crate::rules::duration::format(timeout)
             )));
         }
-        progress.beat(&format!("{waiting_for}, now {last}")).await;
+        progress.beat(&format!("{waiting_for}, now {now}")).await;
         pause(progress, interval).await?;
     }
 }
@@ -169,5 +189,53 @@ pub(super) fn power_name(p: DevicePower) -> &'static str {
         DevicePower::On => "on",
         DevicePower::Off => "off",
         DevicePower::Unknown => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    struct Quiet;
+
+    #[async_trait]
+    impl Progress for Quiet {
+        async fn beat(&self, _note: &str) {}
+        fn cancelled(&self) -> bool {
+            false
+        }
+    }
+
+    #[tokio::test]
+    async fn a_timeout_names_the_last_state_seen_even_when_the_last_look_went_unanswered() {
+        let looks = Mutex::new(0);
+        let check = || {
+            let n = {
+                let mut n = looks.lock().unwrap();
+                *n += 1;
+                *n
+            };
+            async move {
+                Ok(match n {
+                    1 => Poll::Waiting("verifying (FW_BMC_0 runs 1)".into()),
+                    _ => Poll::Unanswered("connection refused".into()),
+                })
+            }
+        };
+        let quick = Duration::from_millis(20);
+        let failure = poll_until(&Quiet, quick * 2, quick, "checking", check)
+            .await
+            .unwrap_err();
+        let StepFailure::TimedOut(why) = failure else {
+            panic!("{failure:?}")
+        };
+        assert!(
+            why.starts_with(
+                "checking: still verifying (FW_BMC_0 runs 1), then unanswered (connection refused)"
+            ),
+            "{why}"
+        );
     }
 }

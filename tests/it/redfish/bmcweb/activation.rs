@@ -199,7 +199,8 @@ async fn a_part_left_on_another_version_fails_verification(backend: Backend) {
             let c1 = tray("compute", "gbm-c1", "1583124820080", "3c:6d:66:0e:db:dc", &at);
             ops.app.create_rack(&rack("gbm", vec![c1])).await;
             let rule = json!({"name": "short verify", "operation": "upgrade", "stages": [
-                {"component_types": ["compute"], "max_parallel": 1, "timeout": "1m",
+                {"component_types": ["compute"], "max_parallel": 1, "timeout": "5m",
+                 "retry": {"max_attempts": 1},
                  "actions": [{"action": "firmware_recipe", "timeout": "15s", "poll_interval": "1s"}]}]});
             let r = ops.app.post("/v1/operation-rules", &rule).await;
             assert_eq!(r.status, 201, "{}", r.text);
@@ -208,7 +209,8 @@ async fn a_part_left_on_another_version_fails_verification(backend: Backend) {
             let r = ops.operate("firmware-upgrade", &body).await;
             assert_eq!(r.status, 202, "{}", r.text);
             let id = r.body["task_ids"][0].as_str().unwrap();
-            let task = ops.wait_end_within(id, Duration::from_secs(120)).await;
+            // A generous bound: the only deadline under test is the 15 s verification.
+            let task = ops.wait_end_within(id, Duration::from_secs(300)).await;
             assert_eq!(task["status"], "failed", "{task}");
             let step = &task["stages"][0]["components"][0];
             let error = step["error"].as_str().unwrap_or_default();
