@@ -29,11 +29,22 @@ const MAX_BATCH: usize = 256;
 /// The coalesced compare-and-set: each given row changes only while its step is unfinished,
 /// and the statement names the steps it changed. The power a report carries is recorded on its
 /// component in the same statement, as a sighting (`drift::store` writes the same two columns).
+///
+/// The arrays reach `UNNEST` through a sub-select that is not flattened (`OFFSET 0`), so the
+/// planner cannot see their length. Given the arrays themselves, it priced each statement for its
+/// own batch (usually one to three rows) below the prepared statement's generic plan (priced for
+/// ten) and planned every execution afresh: in a 100-rack rollout, 2,901 plans for 2,885
+/// statements, 0.7 s of planning against 0.42 s of execution (`pg_stat_statements`). Both plans
+/// are the same index nested loop; now both are priced alike, and PostgreSQL keeps the generic
+/// one after its first five executions per connection.
 const UPDATE_STEPS_POSTGRES: &str = "\
-WITH u AS (SELECT * FROM UNNEST($1::text[], $2::int4[], $3::text[], $4::text[], \
-$5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::uuid[], $9::int4[], $10::uuid[], \
-$11::text[]) AS u(status, attempts, error, event, now, started, finished, task_id, stage, \
-component_id, power)), \
+WITH u AS (SELECT u.* FROM (SELECT $1::text[] AS status, $2::int4[] AS attempts, \
+$3::text[] AS error, $4::text[] AS event, $5::timestamptz[] AS now, $6::timestamptz[] AS started, \
+$7::timestamptz[] AS finished, $8::uuid[] AS task_id, $9::int4[] AS stage, \
+$10::uuid[] AS component_id, $11::text[] AS power OFFSET 0) AS a, \
+UNNEST(a.status, a.attempts, a.error, a.event, a.now, a.started, a.finished, a.task_id, a.stage, \
+a.component_id, a.power) AS u(status, attempts, error, event, now, started, finished, task_id, \
+stage, component_id, power)), \
 seen AS (UPDATE components AS c SET power_state = u.power, last_seen_at = u.now FROM u \
 WHERE c.id = u.component_id AND u.power IS NOT NULL AND c.deleted_at IS NULL) \
 UPDATE task_steps AS s SET status = u.status, attempts = u.attempts, error = u.error, \
