@@ -31,12 +31,13 @@ const MAX_BATCH: usize = 256;
 /// component in the same statement, as a sighting (`drift::store` writes the same two columns).
 ///
 /// The arrays reach `UNNEST` through a sub-select that is not flattened (`OFFSET 0`), so the
-/// planner cannot see their length. Given the arrays themselves, it priced each statement for its
-/// own batch (usually one to three rows) below the prepared statement's generic plan (priced for
-/// ten) and planned every execution afresh: in a 100-rack rollout, 2,901 plans for 2,885
-/// statements, 0.7 s of planning against 0.42 s of execution (`pg_stat_statements`). Both plans
-/// are the same index nested loop; now both are priced alike, and PostgreSQL keeps the generic
-/// one after its first five executions per connection.
+/// planner cannot see their length. Given the arrays themselves, it priced a custom plan for the
+/// batch's own rows (usually one to three) below the prepared statement's generic plan (priced
+/// for ten) and planned every execution afresh. Now both are priced alike, and PostgreSQL keeps
+/// the generic plan after its first five executions per connection. Over 100-rack rollouts
+/// (`pg_stat_statements`, 2026-12-06): about one plan per statement before, 96 plans for some
+/// 3,500 statements after; 0.7–1.0 s of planning per rollout down to 0.04 s. The generic plan
+/// executes about a quarter slower per statement, so the net is about 0.5 s less per rollout.
 const UPDATE_STEPS_POSTGRES: &str = "\
 WITH u AS (SELECT u.* FROM (SELECT $1::text[] AS status, $2::int4[] AS attempts, \
 $3::text[] AS error, $4::text[] AS event, $5::timestamptz[] AS now, $6::timestamptz[] AS started, \
