@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use sea_orm::{DatabaseConnection, DbBackend, QueryResult};
+use sea_orm::{DatabaseConnection, DbBackend};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::lookup::{self, COMPONENTS_BY_SERIALS, Key, Looked};
@@ -146,10 +146,10 @@ async fn answer(db: &DatabaseConnection, batch: Vec<Pending>) {
         .bind(serials)
         .fetch_all(db.get_postgres_connection_pool())
         .await;
-    let rows: Vec<QueryResult> = match rows {
-        Ok(rows) => rows.into_iter().map(QueryResult::from).collect(),
+    let rows = match rows {
+        Ok(rows) => rows,
         Err(error) => {
-            let error = sea_orm::DbErr::Query(sea_orm::RuntimeErr::SqlxError(Arc::new(error)));
+            let error = lookup::sqlx_error(error);
             if crate::db::is_outage(&error) {
                 // The database is out of reach: every waiter hears so now. Running each alone
                 // would queue them behind one another's connection timeouts.
