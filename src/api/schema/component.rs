@@ -135,10 +135,13 @@ pub struct ComponentDoc {
     /// Firmware version the device's manager last reported (read-only; set by inventory sync).
     pub observed_firmware_version: Option<String>,
     /// When inventory sync last saw the device in its manager (read-only).
+    #[serde(serialize_with = "super::time::rfc3339_opt")]
     pub last_seen_at: Option<DateTime<Utc>>,
     /// Current version; the same value is the `ETag`.
     pub revision: i64,
+    #[serde(serialize_with = "super::time::rfc3339")]
     pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "super::time::rfc3339")]
     pub updated_at: DateTime<Utc>,
     /// Whether a running task operates on the component now: planned work, for which alerts
     /// may be inhibited (`flow_component_in_maintenance`). Read-only; ends with the task.

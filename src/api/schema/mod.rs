@@ -16,3 +16,4 @@ pub mod rule;
 pub mod schedule;
 pub mod schedule_view;
 pub mod task;
+pub mod time;

@@ -134,7 +134,9 @@ pub struct RackDoc {
     pub nvl_domain_id: Option<Uuid>,
     /// Current version; the same value is the `ETag`.
     pub revision: i64,
+    #[serde(serialize_with = "super::time::rfc3339")]
     pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "super::time::rfc3339")]
     pub updated_at: DateTime<Utc>,
     /// Present when asked for (`include_components=true`, and always after create and patch).
     #[serde(skip_serializing_if = "Option::is_none")]
