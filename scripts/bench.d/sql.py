@@ -10,19 +10,21 @@ usage: sql.py lookup FILE | sql.py lookup-batch FILE KEYS | sql.py lookup-pipeli
 
 import sys
 
-# The statement Flow runs for a lookup by serial: COMPONENT_BY_SERIAL in src/inventory/rows.rs
+# The statement Flow runs for a lookup by serial: COMPONENT_BY_SERIAL in src/inventory/lookup.rs
 # (the component joined with its live BMCs, one round trip).
 LOOKUP = """\
 \\set i random(0, :nracks * 18 - 1)
 \\set r :i / 18
 \\set k :i % 18
-SELECT c.id, c.rack_id, c.type, c.name, c.manufacturer, c.manufacturer_key, c.model, c.serial_number, c.firmware_version, c.description, c.slot_id, c.tray_idx, c.host_id, c.external_id, c.power_state, c.revision, c.created_at, c.updated_at, c.deleted_at, c.observed_firmware_version, c.last_seen_at, b.id, b.type, b.mac_address, b.ip_address FROM components c LEFT JOIN bmcs b ON b.component_id = c.id AND b.deleted_at IS NULL WHERE c.manufacturer_key = 'wiwynn' AND c.serial_number = 'S' || lpad(:r::text, 7, '0') || '-C' || lpad(:k::text, 2, '0') AND c.deleted_at IS NULL;
+SELECT c.id, c.rack_id, c.type, c.name, c.manufacturer, c.manufacturer_key, c.model, c.serial_number, c.firmware_version, c.description, c.slot_id, c.tray_idx, c.host_id, c.external_id, c.power_state, c.revision, c.created_at, c.updated_at, c.deleted_at, c.observed_firmware_version, c.last_seen_at, b.id, b.type, b.mac_address, b.ip_address, EXISTS (SELECT 1 FROM tasks t WHERE t.rack_id = c.rack_id AND t.status = 'running') FROM components c LEFT JOIN bmcs b ON b.component_id = c.id AND b.deleted_at IS NULL WHERE c.manufacturer_key = 'wiwynn' AND c.serial_number = 'S' || lpad(:r::text, 7, '0') || '-C' || lpad(:k::text, 2, '0') AND c.deleted_at IS NULL;
 """
 
 COLUMNS = ("c.id, c.rack_id, c.type, c.name, c.manufacturer, c.manufacturer_key, c.model, "
            "c.serial_number, c.firmware_version, c.description, c.slot_id, c.tray_idx, c.host_id, "
            "c.external_id, c.power_state, c.revision, c.created_at, c.updated_at, c.deleted_at, "
-           "c.observed_firmware_version, c.last_seen_at, b.id, b.type, b.mac_address, b.ip_address")
+           "c.observed_firmware_version, c.last_seen_at, b.id, b.type, b.mac_address, b.ip_address, "
+           # Whether a task runs on the rack: Flow reads it in the same statement.
+           "EXISTS (SELECT 1 FROM tasks t WHERE t.rack_id = c.rack_id AND t.status = 'running')")
 FROM = "FROM components c LEFT JOIN bmcs b ON b.component_id = c.id AND b.deleted_at IS NULL"
 
 # pgbench binds each :variable as one parameter and allows at most 255 per statement; a key
