@@ -135,8 +135,8 @@ impl Extractor for HeaderExtractor<'_> {
 }
 
 /// Writes the current span's W3C `traceparent` (and `tracestate`) into outgoing headers, for
-/// any HTTP or gRPC client (a Redfish client calls it on its request headers). Nothing is
-/// written when no trace is being recorded.
+/// any HTTP or gRPC client (the PSM client writes its call's span with [`inject_from`]; the
+/// Redfish client sends none). Nothing is written when no trace is being recorded.
 pub fn inject(headers: &mut http::HeaderMap) {
     inject_from(&tracing::Span::current(), headers);
 }
