@@ -128,6 +128,12 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction>
     Ok(db.begin_with_options(options).await?)
 }
 
+/// An error of a statement run straight on the `sqlx` pool (the hot paths that bypass SeaORM's
+/// statement wrapper) as the database error every other statement reports.
+pub fn sqlx_error(error: sea_orm::sqlx::Error) -> DbErr {
+    DbErr::Query(sea_orm::RuntimeErr::SqlxError(std::sync::Arc::new(error)))
+}
+
 /// Whether a driver error means the database cannot be reached (pool wait timed out, connection
 /// refused, reset or closed), as opposed to a bad statement: the API answers these with 503.
 pub fn is_outage(err: &DbErr) -> bool {

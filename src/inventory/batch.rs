@@ -149,7 +149,7 @@ async fn answer(db: &DatabaseConnection, batch: Vec<Pending>) {
     let rows = match rows {
         Ok(rows) => rows,
         Err(error) => {
-            let error = lookup::sqlx_error(error);
+            let error = crate::db::sqlx_error(error);
             if crate::db::is_outage(&error) {
                 // The database is out of reach: every waiter hears so now. Running each alone
                 // would queue them behind one another's connection timeouts.

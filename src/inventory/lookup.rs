@@ -2,19 +2,18 @@
 //! fixed joined statement read by column position.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use sea_orm::sqlx::postgres::{PgRow, Postgres};
 use sea_orm::sqlx::{Decode, Row};
 use sea_orm::{
-    ConnectionTrait, DatabaseConnection, DbBackend, DbErr, QueryResult, RuntimeErr, Statement,
-    TryGetable, Value,
+    ConnectionTrait, DatabaseConnection, DbBackend, QueryResult, Statement, TryGetable, Value,
 };
 use uuid::Uuid;
 
 use super::model::Component;
 use super::rows::{bmc_from_parts, bmc_order, component_from_row};
 use crate::db::entities::components;
+use crate::db::sqlx_error;
 use crate::error::Result;
 
 /// A live component joined with its live BMCs: one row per BMC, or one row with NULL BMC
@@ -120,11 +119,6 @@ pub(crate) async fn lookup_pooled(db: &DatabaseConnection, key: Key<'_>) -> Resu
         .await
         .map_err(sqlx_error)?;
     assemble(&rows.iter().collect::<Vec<_>>())
-}
-
-/// A driver error as the database error every other statement reports.
-pub(crate) fn sqlx_error(error: sea_orm::sqlx::Error) -> DbErr {
-    DbErr::Query(RuntimeErr::SqlxError(Arc::new(error)))
 }
 
 /// A [`lookup_sql`] row's columns, read by position: through SeaORM on either backend, or

@@ -12,7 +12,7 @@
 //! [`update_step`]: super::steps::update_step
 
 use std::collections::HashSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use chrono::{DateTime, Utc};
 use sea_orm::{DatabaseConnection, DbBackend};
@@ -207,7 +207,7 @@ async fn update_many(
         .bind(rows.iter().map(|r| r.power).collect::<Vec<_>>())
         .fetch_all(db.get_postgres_connection_pool())
         .await
-        .map_err(|e| sea_orm::DbErr::Query(sea_orm::RuntimeErr::SqlxError(Arc::new(e))))?;
+        .map_err(crate::db::sqlx_error)?;
     Ok(changed.into_iter().collect())
 }
 
