@@ -13,9 +13,9 @@ const MAX_LEN: usize = 30;
 /// `serialize_with` for a `DateTime<Utc>` field.
 pub fn rfc3339<S: Serializer>(at: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
     let mut buf = [0u8; MAX_LEN];
-    match write(at, &mut buf) {
-        // Only ASCII digits and punctuation are ever written.
-        Some(len) => serializer.serialize_str(std::str::from_utf8(&buf[..len]).unwrap_or("")),
+    // Only ASCII digits and punctuation are ever written, so the text is always UTF-8.
+    match write(at, &mut buf).and_then(|len| std::str::from_utf8(&buf[..len]).ok()) {
+        Some(text) => serializer.serialize_str(text),
         None => at.serialize(serializer),
     }
 }
