@@ -141,7 +141,9 @@ impl Columns for QueryResult {
 /// Unchecked: the statement is one of the fixed texts above, whose column types the
 /// migrations fix, so the per-column check of the reported type against the Rust type (a
 /// tenth of a lookup's instructions, measured with callgrind) would only ever agree. A
-/// mismatch introduced by a migration still fails decoding, on every lookup in the tests.
+/// migration that changes one of these columns' types must change [`component_model_at`]'s
+/// Rust types with it: the decoders still refuse bytes of the wrong length or encoding, but
+/// a compatible width (an `int4` read as `i64`) would pass unnoticed.
 impl Columns for PgRow {
     fn at<T>(&self, index: usize) -> Result<T>
     where
