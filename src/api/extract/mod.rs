@@ -6,10 +6,13 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
-use uuid::Uuid;
 
 use super::problem::Problem;
 use crate::error::{Code, FieldError};
+
+mod query;
+
+pub use query::{Query, uuid_param};
 
 /// JSON body. Malformed JSON, wrong types and unknown fields become 400s naming the JSON path;
 /// a body over the size limit is a 413 and a non-JSON content type a 415.
@@ -139,24 +142,6 @@ fn walk_controls(value: &serde_json::Value, path: &str, free: bool, out: &mut Ve
     }
 }
 
-/// Refuses control characters in a query parameter, naming it.
-fn check_query_controls(query: &str) -> Result<(), Problem> {
-    // Without `%` escapes a query decodes to its own visible characters (`+` to a space): no
-    // control character can come out, and the usual query is not parsed twice.
-    if query.bytes().all(|b| b.is_ascii_graphic() && b != b'%') {
-        return Ok(());
-    }
-    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
-        if name.chars().chain(value.chars()).any(char::is_control) {
-            return Err(Problem::invalid(vec![FieldError::new(
-                name.chars().filter(|c| !c.is_control()).collect::<String>(),
-                "must not contain control characters (NUL, ESC, BEL, ...)",
-            )]));
-        }
-    }
-    Ok(())
-}
-
 /// The body's bytes; too large is a 413, anything else unreadable a 400.
 async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Problem> {
     Bytes::from_request(req, state).await.map_err(|rejection| {
@@ -280,31 +265,43 @@ fn is_json(headers: &HeaderMap) -> bool {
         .unwrap_or(false)
 }
 
-/// Deserializes JSON, reporting the path of the first bad field.
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|err| {
+/// Deserializes JSON, reporting the path of the first bad field. Text after the object (a second
+/// object, stray characters) is refused: the body is one JSON value.
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
+    // Read plainly first; only a body that fails is read again, tracking the path, to name the
+    // field at fault (the same input fails the same way).
+    if let Ok(value) = serde_json::from_slice(bytes) {
+        return Ok(value);
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let tracked = serde_path_to_error::deserialize(&mut de).map_err(|err| {
         let path = err.path().to_string();
         let inner = err.into_inner();
-        let message = inner.to_string();
-        // serde_json appends " at line L column C"; the field path is more useful.
-        let message = message
-            .split(" at line ")
-            .next()
-            .unwrap_or(&message)
-            .to_string();
         let field = if inner.is_syntax() || inner.is_eof() {
             "body".to_string()
         } else {
-            field_path(&path, &message)
+            field_path(&path, &serde_message(&inner))
         };
-        Problem::invalid(vec![FieldError::new(field, message)])
-    })
+        Problem::invalid(vec![FieldError::new(field, serde_message(&inner))])
+    })?;
+    // What the plain read refused and the tracked one took can only be trailing text.
+    de.end()
+        .map_err(|e| Problem::invalid(vec![FieldError::new("body", serde_message(&e))]))?;
+    Ok(tracked)
+}
+
+/// serde_json's message without the " at line L column C" it appends: the field path says more.
+fn serde_message(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    match message.split_once(" at line ") {
+        Some((head, _)) => head.to_string(),
+        None => message,
+    }
 }
 
 /// The field a serde error is about: its path, extended by the name in "missing field `x`" and
 /// "unknown field `x`" messages, which serde reports at the enclosing object.
-fn field_path(path: &str, message: &str) -> String {
+pub(super) fn field_path(path: &str, message: &str) -> String {
     let named = ["missing field `", "unknown field `"]
         .iter()
         .find_map(|prefix| message.strip_prefix(prefix))
@@ -317,47 +314,6 @@ fn field_path(path: &str, message: &str) -> String {
         (_, Some(name)) => format!("{path}.{name}"),
         (_, None) => path.to_string(),
     }
-}
-
-/// Query string, with the offending parameter named on failure.
-#[derive(Debug)]
-pub struct Query<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
-    type Rejection = Problem;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let query = parts.uri.query().unwrap_or_default();
-        check_query_controls(query)?;
-        let parse =
-            || serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
-        // Read plainly first; only a query that fails is read again, tracking the path, to
-        // name the parameter at fault (the same input fails the same way).
-        if let Ok(value) = T::deserialize(parse()) {
-            return Ok(Query(value));
-        }
-        serde_path_to_error::deserialize(parse())
-            .map(Query)
-            .map_err(|err| {
-                let path = err.path().to_string();
-                let message = err.into_inner().to_string();
-                let field = match field_path(&path, &message).as_str() {
-                    "body" => "query".to_string(),
-                    other => other.to_string(),
-                };
-                Problem::invalid(vec![FieldError::new(field, message)])
-            })
-    }
-}
-
-/// A path segment that must be a UUID.
-pub fn uuid_param(name: &str, raw: &str) -> Result<Uuid, Problem> {
-    Uuid::parse_str(raw).map_err(|_| {
-        Problem::invalid(vec![FieldError::new(
-            name,
-            format!("{raw:?} is not a UUID"),
-        )])
-    })
 }
 
 /// The client's `If-Match`: `None` when absent or `*`. A tag that is not one of ours can never
@@ -416,47 +372,46 @@ where
 mod tests {
     use super::*;
 
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Named {
+        name: String,
+        count: Option<u32>,
+    }
+
+    fn field_of(problem: &Problem) -> String {
+        let body = serde_json::to_value(problem).unwrap();
+        body["errors"][0]["field"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
     #[test]
-    fn escaped_control_characters_are_refused_and_plain_queries_pass_unparsed() {
-        for query in [
-            "",
-            "a=b",
-            "manufacturer=wiwynn&serial_number=S-1",
-            "q=a+b",
-            "x=~!*()",
-        ] {
-            assert!(check_query_controls(query).is_ok(), "{query}");
+    fn a_good_body_is_read_and_a_bad_one_names_its_field() {
+        let good: Named = parse_json(br#"{"name": "r1", "count": 3}"#).unwrap();
+        assert_eq!(
+            good,
+            Named {
+                name: "r1".into(),
+                count: Some(3)
+            }
+        );
+        let cases: [(&[u8], &str); 5] = [
+            (br#"{"name": "r1", "count": "many"}"#, "count"),
+            (br#"{"count": 1}"#, "name"),
+            (br#"{"name": "r1", "colour": 1}"#, "colour"),
+            (br#"{"name": "r1""#, "body"),
+            (br#"{"name": "r1"} {"name": "r2"}"#, "body"),
+        ];
+        for (text, field) in cases {
+            let problem = parse_json::<Named>(text).expect_err(&String::from_utf8_lossy(text));
+            assert_eq!(
+                field_of(&problem),
+                field,
+                "{}",
+                String::from_utf8_lossy(text)
+            );
         }
-        for query in [
-            "name=g%00",
-            "a=%1B%5B31m",
-            "a=%7F",
-            "a=%C2%85",
-            "%07=x",
-            "a=b&c=%0A",
-        ] {
-            assert!(check_query_controls(query).is_err(), "{query}");
-        }
-        // Escaped but harmless text still passes the full check.
-        assert!(check_query_controls("a=%41%20b").is_ok());
-    }
-
-    #[derive(serde::Deserialize, Debug)]
-    #[allow(dead_code)]
-    struct Asked {
-        limit: u32,
-    }
-
-    #[tokio::test]
-    async fn a_query_that_fails_names_its_parameter() {
-        let (mut parts, ()) = axum::http::Request::get("/x?limit=many")
-            .body(())
-            .unwrap()
-            .into_parts();
-        let Err(problem) = Query::<Asked>::from_request_parts(&mut parts, &()).await else {
-            panic!("`many` is not a number");
-        };
-        let body = serde_json::to_value(&problem).unwrap();
-        assert_eq!(body["errors"][0]["field"], "limit", "{body}");
     }
 }
