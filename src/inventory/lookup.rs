@@ -92,17 +92,19 @@ pub(crate) enum Key<'a> {
 /// SeaORM's statement wrapper costs about a quarter of a lookup's CPU (measured with callgrind),
 /// and the statement is the same fixed text, prepared once per pooled connection either way.
 pub(crate) async fn lookup_pooled(db: &DatabaseConnection, key: Key<'_>) -> Result<Option<Looked>> {
-    let (sql, values): (&'static str, Vec<Value>) = match key {
-        Key::Id(id) => (COMPONENT_BY_ID, vec![id.into()]),
-        Key::Serial {
-            manufacturer_key,
-            serial,
-        } => (
-            COMPONENT_BY_SERIAL,
-            vec![manufacturer_key.into(), serial.into()],
-        ),
+    let sql = match key {
+        Key::Id(_) => COMPONENT_BY_ID,
+        Key::Serial { .. } => COMPONENT_BY_SERIAL,
     };
     if db.get_database_backend() != DbBackend::Postgres {
+        // SeaORM's values only here: the PostgreSQL path binds straight into sqlx.
+        let values: Vec<Value> = match key {
+            Key::Id(id) => vec![id.into()],
+            Key::Serial {
+                manufacturer_key,
+                serial,
+            } => vec![manufacturer_key.into(), serial.into()],
+        };
         return lookup_component(db, sql, values).await;
     }
     let query = match key {
