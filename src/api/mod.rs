@@ -206,13 +206,13 @@ fn request_span(req: &Request<axum::body::Body>) -> tracing::Span {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("-");
     // Recorded as `Display` values: a disabled span formats (and allocates) nothing.
-    let client = OrDash(req.extensions().get::<client::ClientAddr>().map(|c| c.0));
+    let client = OrDash(req.extensions().get::<client::ClientAddr>().copied());
     let span = tracing::info_span!("request", method = %req.method(), path = %req.uri().path(),
         request_id = %id, client = %client, trace_id = tracing::field::Empty);
     // A caller's `traceparent` makes this request part of its trace; log lines carry the id.
     trace::continue_from(&span, req.headers());
     if let Some(trace_id) = trace::trace_id(&span) {
-        span.record("trace_id", trace_id);
+        span.record("trace_id", tracing::field::display(trace_id));
     }
     span
 }

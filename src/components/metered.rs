@@ -38,7 +38,7 @@ impl<T: ?Sized> Metered<T> {
     ) -> Result<R, DeviceError> {
         let span = tracing::info_span!("device_call", manager = %self.manager, action, trace_id = tracing::field::Empty);
         if let Some(trace_id) = crate::telemetry::trace::trace_id(&span) {
-            span.record("trace_id", trace_id);
+            span.record("trace_id", tracing::field::display(trace_id));
         }
         let started = Instant::now();
         let result = call.instrument(span).await;
