@@ -32,6 +32,42 @@ def ok_rps(r):
     return (r["requests"] - r["non2xx"] - r["socket_errors"]) / r["seconds"]
 
 
+# The load runs whose hypervisor steal is reported, in the order they run.
+STEAL_RUNS = [
+    ("lookup_flow", "lookup"), ("version_flow", "ceiling"), ("lookup_pg_unnest", "DB UNNEST"),
+    ("lookup_pg_pipeline", "DB pipeline"), ("lookup_flow_unbatched", "lookup unbatched"),
+    ("lookup_flow_bare", "lookup bare"), ("lookup_flow_jwt", "lookup jwt"),
+    ("lookup_flow_jwt_nocache", "lookup jwt no cache"), ("import_flow", "import"),
+    ("import_pgbench", "import pgbench"),
+]
+# A run that lost this share of the machine's CPU time or more is flagged in the notes.
+STEAL_FLAG = 0.05
+
+
+def steal_shares(work):
+    """Each load run's steal as a share of the CPU time its duration offered on all CPUs."""
+    shares = {}
+    for name, _ in STEAL_RUNS:
+        s = load(os.path.join(work, name + ".steal.json"))
+        if s and s.get("seconds"):
+            offered = s["seconds"] * s.get("cpus", 1) * s.get("hz", 100)
+            shares[name] = max(0, s["steal_ticks"]) / offered
+    return shares
+
+
+def steal_note(shares):
+    if not shares:
+        return None
+    labels = dict(STEAL_RUNS)
+    parts = [f"{labels[n]} {v:.0%}" for n, v in shares.items()]
+    flagged = [labels[n] for n, v in shares.items() if v >= STEAL_FLAG]
+    note = "CPU time taken by the hypervisor (steal) during each load run: " + ", ".join(parts)
+    if flagged:
+        note += (f"; {', '.join(flagged)} lost {STEAL_FLAG:.0%} or more of the machine: "
+                 "their ratios are the machine's as much as Flow's")
+    return note
+
+
 def text_table(rows):
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
@@ -188,6 +224,9 @@ def cmd_report(a):
                  "database rows, which carry several lookups each.")
     if lookup_notes:
         notes.append("lookup ratios: " + "; ".join(lookup_notes))
+    steal = steal_shares(w)
+    if steal_note(steal):
+        notes.append(steal_note(steal))
     notes.append("targets missed: " + (", ".join(missed) if missed else "none")
                  + "  (informational: the benchmark asserts nothing)")
     doc = {"meta": meta, "figures": rows,
@@ -200,7 +239,8 @@ def cmd_report(a):
                    "page_first": p_first, "page_deep": p_deep,
                    "cursor_depth": cursor.get("depth"), "import_flow": im_flow,
                    "import_pgbench": im_pg, "fanout_flow": fan, "fanout_baseline": base,
-                   "rollout_flow": roll, "rollout_baseline": roll_base, "memory": mem}}
+                   "rollout_flow": roll, "rollout_baseline": roll_base, "memory": mem,
+                   "steal_share": steal}}
     write(a.json, doc, title, table, notes)
 
 
