@@ -225,8 +225,9 @@ def cmd_report(a):
     if lookup_notes:
         notes.append("lookup ratios: " + "; ".join(lookup_notes))
     steal = steal_shares(w)
-    if steal_note(steal):
-        notes.append(steal_note(steal))
+    note = steal_note(steal)
+    if note:
+        notes.append(note)
     notes.append("targets missed: " + (", ".join(missed) if missed else "none")
                  + "  (informational: the benchmark asserts nothing)")
     doc = {"meta": meta, "figures": rows,

@@ -28,18 +28,17 @@ impl std::fmt::Display for ClientAddr {
                 text[len] = b'.';
                 len += 1;
             }
-            let digits = [octet / 100, octet / 10 % 10, octet % 10];
-            let skip = if octet >= 100 {
-                0
-            } else if octet >= 10 {
-                1
-            } else {
-                2
-            };
-            for digit in &digits[skip..] {
-                text[len] = b'0' + digit;
+            // No leading zeros: the hundreds only from 100, the tens only from 10.
+            if octet >= 100 {
+                text[len] = b'0' + octet / 100;
                 len += 1;
             }
+            if octet >= 10 {
+                text[len] = b'0' + octet / 10 % 10;
+                len += 1;
+            }
+            text[len] = b'0' + octet % 10;
+            len += 1;
         }
         // Only ASCII digits and dots are written; `pad` keeps any width the caller asked for.
         f.pad(std::str::from_utf8(&text[..len]).unwrap_or("-"))
