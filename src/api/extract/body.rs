@@ -159,17 +159,12 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Pro
 }
 
 fn is_yaml(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .map(|mime| {
-            matches!(
-                mime.trim().to_ascii_lowercase().as_str(),
-                "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml"
-            )
-        })
-        .unwrap_or(false)
+    media_type(headers).is_some_and(|mime| {
+        matches!(
+            mime.as_str(),
+            "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml"
+        )
+    })
 }
 
 /// A JSON or YAML object body, untyped: for inputs the domain validates field by field so that
@@ -249,16 +244,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .map(|mime| {
-            let mime = mime.trim().to_ascii_lowercase();
-            mime == "application/json"
-                || (mime.starts_with("application/") && mime.ends_with("+json"))
-        })
-        .unwrap_or(false)
+    media_type(headers).is_some_and(|mime| {
+        mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+    })
+}
+
+/// The `Content-Type`'s media type without its parameters, trimmed and lower-cased.
+fn media_type(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let mime = value.split(';').next()?;
+    Some(mime.trim().to_ascii_lowercase())
 }
 
 /// Deserializes JSON, reporting the path of the first bad field. Text after the object (a second
