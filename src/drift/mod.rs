@@ -12,6 +12,7 @@ pub mod compare;
 pub mod domains;
 pub mod expected;
 pub mod observe;
+pub mod sightings;
 pub mod store;
 pub mod sync;
 pub mod validate;

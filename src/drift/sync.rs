@@ -89,7 +89,7 @@ impl DriftSync {
             let Some(txn) = self.write_holding(holder, now).await? else {
                 return Ok(SyncRun::Skipped);
             };
-            clashes.extend(store::record_sightings(&txn, &sightings, now).await?);
+            clashes.extend(super::sightings::record_sightings(&txn, &sightings, now).await?);
             txn.commit().await?;
         }
         let outcome = walk.finish();

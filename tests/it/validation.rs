@@ -483,7 +483,7 @@ async fn an_external_id_another_component_holds_is_a_409_naming_both_and_the_res
         power: None,
         tray: None,
     };
-    let clashes = flow::drift::store::record_sightings(
+    let clashes = flow::drift::sightings::record_sightings(
         &h.app.db.db,
         &[sighting(&gpu0), sighting(&gpu1)],
         chrono::Utc::now(),

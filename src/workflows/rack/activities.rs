@@ -228,9 +228,10 @@ impl RackActivities {
         let (db, now) = (self.tasks.db(), self.clock.now());
         let component = input.device.component_id;
         if let Some(external_id) = learnt.external_id {
-            let clash = crate::drift::store::claim_external_id(db, component, &external_id, now)
-                .await
-                .map_err(activity_error)?;
+            let clash =
+                crate::drift::sightings::claim_external_id(db, component, &external_id, now)
+                    .await
+                    .map_err(activity_error)?;
             if let Some(clash) = clash {
                 return Ok((
                     Err(StepFailure::Device(DeviceError::Rejected(
@@ -249,7 +250,7 @@ impl RackActivities {
         }
         let power = steps::power_after(&input.actions);
         if learnt.firmware_version.is_none() {
-            return Ok((result, power.map(crate::drift::store::power_state)));
+            return Ok((result, power.map(crate::drift::sightings::power_state)));
         }
         let sighting = crate::drift::compare::Sighting {
             component_id: component,
@@ -258,7 +259,7 @@ impl RackActivities {
             power,
             tray: None,
         };
-        crate::drift::store::record_sightings(db, &[sighting], now)
+        crate::drift::sightings::record_sightings(db, &[sighting], now)
             .await
             .map_err(activity_error)?;
         Ok((result, None))
