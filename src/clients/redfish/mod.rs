@@ -8,6 +8,8 @@
 
 pub mod credentials;
 mod error;
+mod http;
+mod origin;
 mod push;
 mod tls;
 
@@ -109,47 +111,6 @@ impl fmt::Debug for RedfishClient {
 }
 
 impl RedfishClient {
-    /// Builds the client; an unreadable CA file is an error naming `FLOW_REDFISH_CA_FILE`.
-    pub fn new(settings: RedfishSettings, credentials: Arc<Credentials>) -> Result<Self, String> {
-        // rustls is built with ring only; reqwest needs it installed as the process default.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = base_builder(&settings);
-        let mut ca_pem = None;
-        if let Some(path) = &settings.ca_file {
-            let pem = std::fs::read(path)
-                .map_err(|e| format!("FLOW_REDFISH_CA_FILE {}: {e}", path.display()))?;
-            ca_pem = Some(pem.clone());
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| format!("FLOW_REDFISH_CA_FILE {}: {e}", path.display()))?;
-            if certs.is_empty() {
-                return Err(format!(
-                    "FLOW_REDFISH_CA_FILE {}: no PEM certificate in it",
-                    path.display()
-                ));
-            }
-            builder = builder.tls_certs_only(certs);
-        }
-        if settings.insecure {
-            tracing::warn!(
-                "FLOW_REDFISH_INSECURE=true: BMC certificates are NOT verified; anyone on the \
-                 path can impersonate a BMC and read its login"
-            );
-            builder = builder.tls_danger_accept_invalid_certs(true);
-        }
-        let http = builder
-            .build()
-            .map_err(|e| format!("Redfish HTTP client: {}", chain(&e)))?;
-        Ok(Self {
-            http,
-            checked: Mutex::new(HashMap::new()),
-            ca_pem,
-            total: Semaphore::new(MAX_INFLIGHT_TOTAL),
-            bmcs: Mutex::new(HashMap::new()),
-            settings,
-            credentials,
-        })
-    }
-
     /// What the credentials file says about this BMC beyond its login.
     pub fn options(&self, bmc: Bmc<'_>) -> BmcOptions {
         self.credentials.options(bmc.mac)
@@ -170,87 +131,6 @@ impl RedfishClient {
                 })
             })
             .clone()
-    }
-
-    /// The BMC's own origin, `scheme://ip:port`.
-    fn origin(&self, ip: &str) -> String {
-        let host = if ip.contains(':') && !ip.starts_with('[') {
-            format!("[{ip}]")
-        } else {
-            ip.to_string()
-        };
-        format!("{}://{host}:{}", self.settings.scheme, self.settings.port)
-    }
-
-    /// The BMC's origin + path. A path that is already a URL (a task monitor, a `Location`)
-    /// is kept only when it names that same origin: anything else is refused, naming only the
-    /// foreign host, so no request (and no login) ever goes there.
-    fn url(&self, ip: &str, path: &str) -> Result<reqwest::Url, RedfishError> {
-        let origin = self.origin(ip);
-        let refused = |why: String| RedfishError::Credentials {
-            status: None,
-            message: format!("BMC {ip}: {why}"),
-        };
-        let own = reqwest::Url::parse(&origin)
-            .map_err(|_| refused(format!("{ip:?} is not an address")))?;
-        let url = match reqwest::Url::parse(path) {
-            Ok(absolute) => absolute,
-            Err(_) => {
-                let slash = if path.starts_with('/') { "" } else { "/" };
-                reqwest::Url::parse(&format!("{origin}{slash}{path}"))
-                    .map_err(|_| refused("the answer names an unusable path".into()))?
-            }
-        };
-        let same = url.scheme() == own.scheme()
-            && url.host() == own.host()
-            && url.port_or_known_default() == own.port_or_known_default()
-            && url.username().is_empty()
-            && url.password().is_none();
-        if !same {
-            let host = url.host_str().unwrap_or("no host");
-            return Err(refused(format!(
-                "its answer points at another origin (host {host}); not followed, and no \
-                 login is sent there"
-            )));
-        }
-        Ok(url)
-    }
-
-    /// Refuses an address outside the management network before anything is sent.
-    fn confined(&self, bmc: Bmc<'_>) -> Result<(), RedfishError> {
-        self.settings
-            .allowed_networks
-            .allows(bmc.ip)
-            .map_err(|why| RedfishError::Credentials {
-                status: None,
-                message: format!("BMC {} not contacted: {why}", bmc.ip),
-            })
-    }
-
-    /// The HTTP client for this BMC: the shared one, or one that checks the certificate as
-    /// the BMC's credentials-file entry says (`pin_sha256` wins over `server_name`).
-    fn http_for(&self, bmc: Bmc<'_>) -> Result<reqwest::Client, RedfishError> {
-        let options = self.credentials.options(bmc.mac);
-        let check = match (options.pin_sha256, options.server_name) {
-            (Some(pin), _) => CertCheck::Pin(pin),
-            (None, Some(name)) => CertCheck::Name(name),
-            (None, None) => return Ok(self.http.clone()),
-        };
-        let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(client) = checked.get(&check) {
-            return Ok(client.clone());
-        }
-        let refused = |why: String| RedfishError::Credentials {
-            status: None,
-            message: format!("BMC {}: {why}", bmc.ip),
-        };
-        let config = tls::client_config(&check, self.ca_pem.as_deref()).map_err(refused)?;
-        let client = base_builder(&self.settings)
-            .tls_backend_preconfigured(config)
-            .build()
-            .map_err(|e| refused(chain(&e)))?;
-        checked.insert(check, client.clone());
-        Ok(client)
     }
 
     /// The one place a request leaves Flow for a BMC: URL, login, deadline and a bounded body.
@@ -488,73 +368,5 @@ impl RedfishClient {
         body: &Value,
     ) -> Result<Reply, RedfishError> {
         self.request(bmc, Method::POST, path, Some(body)).await
-    }
-}
-
-/// What every BMC client shares: deadlines, a small idle pool, and no redirects (a redirect
-/// would carry the login to wherever the BMC points).
-fn base_builder(settings: &RedfishSettings) -> reqwest::ClientBuilder {
-    reqwest::Client::builder()
-        .timeout(settings.timeout)
-        .connect_timeout(settings.timeout)
-        .pool_max_idle_per_host(settings.max_inflight_per_bmc)
-        .pool_idle_timeout(Duration::from_secs(60))
-        .redirect(reqwest::redirect::Policy::none())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn client() -> RedfishClient {
-        let settings = RedfishSettings {
-            scheme: "https".into(),
-            port: 443,
-            timeout: Duration::from_secs(1),
-            max_inflight_per_bmc: 1,
-            ca_file: None,
-            insecure: false,
-            allowed_networks: ManagementNetworks::parse(&["10.0.0.0/8"]).unwrap(),
-        };
-        RedfishClient::new(settings, Arc::new(Credentials::new(None, None).unwrap())).unwrap()
-    }
-
-    #[test]
-    fn only_the_bmcs_own_origin_is_ever_addressed() {
-        let c = client();
-        let url = |path: &str| c.url("10.0.0.1", path).map(|u| u.to_string());
-        assert_eq!(
-            url("/redfish/v1/Systems").unwrap(),
-            "https://10.0.0.1/redfish/v1/Systems"
-        );
-        // A task monitor or `Location` on the BMC itself is kept as it is.
-        assert_eq!(
-            url("https://10.0.0.1:443/redfish/v1/TaskService/TaskMonitors/1").unwrap(),
-            "https://10.0.0.1/redfish/v1/TaskService/TaskMonitors/1"
-        );
-        for foreign in [
-            "https://10.0.0.2/redfish/v1/TaskService/TaskMonitors/1",
-            "https://10.0.0.1:8443/redfish/v1/Systems",
-            "http://10.0.0.1/redfish/v1/Systems",
-            "https://admin:pw@10.0.0.1/redfish/v1/Systems",
-            "https://temporal.internal:7233/x",
-        ] {
-            let err = url(foreign).unwrap_err();
-            assert!(matches!(err, RedfishError::Credentials { .. }), "{foreign}");
-            let text = err.to_string();
-            assert!(
-                text.contains("another origin")
-                    && !text.contains("/redfish")
-                    && !text.contains("://"),
-                "{foreign}: {text}"
-            );
-        }
-        // A path cannot change the authority it is joined to.
-        assert!(
-            url("//10.0.0.2/x")
-                .unwrap()
-                .starts_with("https://10.0.0.1/")
-        );
-        assert!(url("@10.0.0.2/x").unwrap().starts_with("https://10.0.0.1/"));
     }
 }
