@@ -6,28 +6,32 @@
 //! - for firmware, a targeted tray whose BMC the sync last saw unreachable or refusing
 //!   (`not_ready`; power-on stays allowed, it is how one recovers a tray);
 //! - for powering off or resetting NVSwitch trays, the compute trays of their NVLink domain
-//!   (this rack or another) that are on and not part of the request (`not_ready`).
+//!   (this rack or another) that are on and not part of the request (`not_ready`; `nvlink`).
 //!
 //! `override_readiness_check` proceeds anyway: the caller (the API) checks it is an admin, and
 //! [`record_override`] writes what was overridden into the audit log and beside the request,
-//! so its queued tasks are not refused for the same obstacles later.
+//! so its queued tasks are not refused for the same obstacles later. What a submission does
+//! with the obstacles (refuse, override, check again under the rack's lock) is in `gate`.
 
-use std::collections::{BTreeMap, HashSet};
+mod gate;
+mod nvlink;
+
+pub use gate::{admit, overridden, recheck, record_override, refusal};
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 use serde::{Deserialize, Serialize};
 
-use crate::audit::{self, Change};
-use crate::db::entities::{component_drifts, components, racks, readiness_overrides};
+use crate::db::entities::{component_drifts, components, racks};
 use crate::domain::ComponentType;
-use crate::domain::operation::{Operation, OperationSpec};
-use crate::error::{Code, Error, FieldError, Result};
-use crate::ids::{ComponentId, HoldId, NvlDomainId, OperationRequestId, RackId};
+use crate::domain::operation::Operation;
+use crate::error::Result;
+use crate::ids::{ComponentId, HoldId, NvlDomainId, RackId};
 use crate::inventory::holds::{self, Hold, HoldTarget};
 use crate::inventory::{health, targets::RackWork};
 use crate::tasks::model::Task;
-use crate::tasks::submission::{RefusalCode, Rejection};
 
 /// Which of the two refusals an obstacle is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,8 +137,8 @@ pub async fn obstacles(
     if matches!(operation, Operation::FirmwareUpgrade { .. }) {
         out.extend(unreachable(db, scope).await?);
     }
-    if powers_off_switches(operation) {
-        out.extend(nvlink_compute_on(db, scope, &domains).await?);
+    if nvlink::powers_off_switches(operation) {
+        out.extend(nvlink::compute_on(db, scope, &domains).await?);
     }
     Ok(out)
 }
@@ -283,191 +287,4 @@ async fn unreachable(db: &impl ConnectionTrait, scope: &Scope) -> Result<Vec<Obs
         out.extend(component_obstacle(scope, id.into(), "flow", None, message));
     }
     Ok(out)
-}
-
-/// Whether the operation removes power from (or resets) NVSwitch trays, which takes NVLink
-/// away from every compute tray of their domain. A BMC reset leaves the host alone.
-fn powers_off_switches(operation: &Operation) -> bool {
-    matches!(
-        operation,
-        Operation::PowerOff { .. }
-            | Operation::PowerReset { .. }
-            | Operation::WarmReset
-            | Operation::ColdReset
-    )
-}
-
-/// Compute trays that are on in the domains of targeted NVSwitch trays, outside the request.
-async fn nvlink_compute_on(
-    db: &impl ConnectionTrait,
-    scope: &Scope,
-    domains: &BTreeMap<RackId, NvlDomainId>,
-) -> Result<Vec<Obstacle>> {
-    let switched: BTreeMap<RackId, NvlDomainId> = scope
-        .components
-        .iter()
-        .filter(|c| c.1 == ComponentType::NvSwitch)
-        .filter_map(|c| domains.get(&c.3).map(|d| (c.3, *d)))
-        .collect();
-    if switched.is_empty() {
-        return Ok(Vec::new());
-    }
-    let wanted: HashSet<NvlDomainId> = switched.values().copied().collect();
-    let domain_racks = racks::Entity::find()
-        .filter(racks::Column::NvlDomainId.is_in(wanted.iter().map(|d| d.uuid())))
-        .filter(racks::Column::DeletedAt.is_null())
-        .all(db)
-        .await?;
-    let targeted: HashSet<ComponentId> = scope.components.iter().map(|c| c.0).collect();
-    let trays = components::Entity::find()
-        .filter(components::Column::RackId.is_in(domain_racks.iter().map(|r| r.id)))
-        .filter(components::Column::Type.eq(ComponentType::Compute.as_str()))
-        .filter(components::Column::PowerState.eq("on"))
-        .filter(components::Column::DeletedAt.is_null())
-        .all(db)
-        .await?;
-    let mut out = Vec::new();
-    for tray in trays
-        .into_iter()
-        .filter(|t| !targeted.contains(&t.id.into()))
-    {
-        let tray_rack = domain_racks.iter().find(|r| Some(r.id) == tray.rack_id);
-        let Some(tray_rack) = tray_rack else { continue };
-        let domain = tray_rack.nvl_domain_id.map(NvlDomainId::from);
-        for (rack, _) in switched.iter().filter(|(_, d)| Some(**d) == domain) {
-            out.push(nvlink_obstacle(scope, *rack, &tray, &tray_rack.name));
-        }
-    }
-    Ok(out)
-}
-
-fn nvlink_obstacle(
-    scope: &Scope,
-    rack: RackId,
-    tray: &components::Model,
-    tray_rack: &str,
-) -> Obstacle {
-    Obstacle {
-        code: ReadinessCode::NotReady,
-        rack_id: rack,
-        rack_name: scope.rack_name(rack),
-        component_id: Some(tray.id.into()),
-        component_name: Some(tray.name.clone()),
-        hold_id: None,
-        source: Some("flow".into()),
-        alert_id: None,
-        message: format!(
-            "compute tray {} (rack {tray_rack}) of the same NVLink domain is on: include it in \
-             the request (compute powers off first) or override",
-            tray.name
-        ),
-    }
-}
-
-/// The `409` for obstacles: `held` when any hold is in the way, else `not_ready`; `errors`
-/// names each hold and alert.
-pub fn refusal(obstacles: &[Obstacle]) -> Error {
-    let any_hold = obstacles.iter().any(|o| o.code == ReadinessCode::Held);
-    let code = if any_hold { Code::Held } else { Code::NotReady };
-    let errors = obstacles
-        .iter()
-        .map(|o| {
-            let field = match &o.component_name {
-                Some(c) => format!("racks.{}.components.{c}", o.rack_name),
-                None => format!("racks.{}", o.rack_name),
-            };
-            FieldError::new(field, o.message.clone())
-        })
-        .collect();
-    let what = if any_hold { "held" } else { "not ready" };
-    Error::Conflict {
-        code,
-        message: format!(
-            "targets are {what}; no task was created (an admin may set override_readiness_check)"
-        ),
-        errors,
-    }
-}
-
-/// Records that `request` went past `overridden`: one audit entry naming each hold and alert,
-/// and the row a queued task of the request is checked against when it starts. Nothing when
-/// nothing was overridden.
-pub async fn record_override(
-    db: &sea_orm::DatabaseConnection,
-    request: OperationRequestId,
-    overridden: &[Obstacle],
-    now: DateTime<Utc>,
-) -> Result<()> {
-    if overridden.is_empty() {
-        return Ok(());
-    }
-    let doc = serde_json::to_value(overridden).map_err(|e| Error::Internal(e.to_string()))?;
-    let txn = crate::db::begin_write(db).await?;
-    readiness_overrides::Entity::insert(readiness_overrides::ActiveModel {
-        request_id: Set(request.uuid()),
-        overridden: Set(doc.clone()),
-        created_by: Set(audit::actor()),
-        created_at: Set(now),
-    })
-    .exec_without_returning(&txn)
-    .await?;
-    let after = serde_json::json!({"override_readiness_check": true, "overridden": doc});
-    let change = Change::new("readiness_override", request).after(Some(after));
-    audit::record(&txn, change, now).await?;
-    txn.commit().await?;
-    Ok(())
-}
-
-/// The check again for one rack, inside the transaction that holds its lock (holds and health
-/// reports are written under the same lock): a hold or alert committed since [`admit`] ran
-/// refuses the rack instead of letting its task through. Nothing with an override.
-pub async fn recheck(
-    db: &impl ConnectionTrait,
-    spec: &OperationSpec,
-    rack: &RackWork,
-    now: DateTime<Utc>,
-) -> Result<Option<Rejection>> {
-    if spec.override_readiness_check {
-        return Ok(None);
-    }
-    let scope = Scope::of(std::slice::from_ref(rack));
-    let found = obstacles(db, &spec.operation, &scope, now).await?;
-    if found.is_empty() {
-        return Ok(None);
-    }
-    let held = found.iter().any(|o| o.code == ReadinessCode::Held);
-    let reasons: Vec<&str> = found.iter().map(|o| o.message.as_str()).collect();
-    Ok(Some(Rejection {
-        rack_id: rack.rack_id,
-        rack_name: rack.rack_name.clone(),
-        code: if held {
-            RefusalCode::Held
-        } else {
-            RefusalCode::NotReady
-        },
-        reason: reasons.join("; "),
-    }))
-}
-
-/// Whether `request` was submitted with an override.
-pub async fn overridden(db: &impl ConnectionTrait, request: OperationRequestId) -> Result<bool> {
-    Ok(readiness_overrides::Entity::find_by_id(request.uuid())
-        .one(db)
-        .await?
-        .is_some())
-}
-
-/// The check a submission makes: the obstacles an override goes past (recorded by the caller),
-/// or the `409` when there is no override.
-pub async fn admit(
-    db: &impl ConnectionTrait,
-    spec: &OperationSpec,
-    work: &[RackWork],
-    now: DateTime<Utc>,
-) -> Result<Vec<Obstacle>> {
-    let found = obstacles(db, &spec.operation, &Scope::of(work), now).await?;
-    if found.is_empty() || spec.override_readiness_check {
-        return Ok(found);
-    }
-    Err(refusal(&found))
 }
