@@ -14,9 +14,10 @@ use super::openapi::OPERATIONS;
 use super::problem::{ApiResult, Problem};
 use super::schema::operation::{
     Common, ConflictStrategyDoc, FirmwareUpgradeRequest, PowerOffRequest, PowerOnRequest,
-    PowerResetRequest, RackJobRequest, RackTargetDoc, SubmissionDoc, TargetSpecDoc, build_spec,
+    PowerResetRequest, RackJobRequest, SubmissionDoc, build_spec,
 };
 use super::schema::rule::{DryRunDoc, RackPlanDoc};
+use super::schema::target::{RackTargetDoc, TargetSpecDoc};
 use crate::app::AppState;
 use crate::auth::{Identity, Role};
 use crate::domain::operation::{Operation, OperationSpec};

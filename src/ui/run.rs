@@ -13,11 +13,9 @@ use super::access::{Action, Viewer};
 use super::csrf::CsrfToken;
 use super::page::{self, UiResult, badge, code, csrf_field};
 use crate::api::problem::Problem;
-use crate::api::schema::operation::{
-    Common, ConflictStrategyDoc, DomainTargetDoc, RackTargetDoc, SubmissionDoc, TargetSpecDoc,
-    build_spec,
-};
+use crate::api::schema::operation::{Common, ConflictStrategyDoc, SubmissionDoc, build_spec};
 use crate::api::schema::rule::RackPlanDoc;
+use crate::api::schema::target::{DomainTargetDoc, RackTargetDoc, TargetSpecDoc};
 use crate::app::AppState;
 use crate::auth::Role;
 use crate::domain::code::OperationCode;

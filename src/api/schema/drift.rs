@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::common::ComponentTypeDoc;
-use super::operation::TargetSpecDoc;
+use super::target::TargetSpecDoc;
 use crate::domain::operation::TargetSpec;
 use crate::drift::store::{DriftCounts, DriftRecord};
 use crate::drift::{Diff, DiffKind, FieldDiff, Summary, Validation};

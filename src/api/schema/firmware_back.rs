@@ -5,7 +5,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::operation::{Common, ConflictStrategyDoc, TargetSpecDoc, TargetVersionDoc, common_of};
+use super::operation::{Common, ConflictStrategyDoc, TargetVersionDoc, common_of};
+use super::target::TargetSpecDoc;
 
 /// Downgrade firmware: the named older catalog version installed through the same recipe
 /// path as an upgrade (bundles in order, their activations, the rack's AC cycle, the parts

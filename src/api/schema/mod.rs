@@ -15,5 +15,6 @@ pub mod rollout_view;
 pub mod rule;
 pub mod schedule;
 pub mod schedule_view;
+pub mod target;
 pub mod task;
 pub mod time;

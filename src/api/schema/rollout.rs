@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::common::{ComponentTypeDoc, required_text};
-use super::operation::{ConflictStrategyDoc, DomainTargetDoc, RackTargetDoc, domain_targets};
+use super::operation::ConflictStrategyDoc;
 use super::schedule::ScheduledOperationDoc;
+use super::target::{DomainTargetDoc, RackTargetDoc, domain_targets};
 use crate::domain::ComponentType;
 use crate::domain::operation::{ConflictStrategy, RackRef};
 use crate::error::{Result, Violations};

@@ -7,7 +7,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::common::required_text;
-use super::operation::{FirmwareUpgradeRequest, TargetSpecDoc, TargetVersionDoc};
+use super::operation::{FirmwareUpgradeRequest, TargetVersionDoc};
+use super::target::TargetSpecDoc;
 use crate::domain::operation::{DEFAULT_QUEUE_TIMEOUT_SECS, Operation, TargetSpec};
 use crate::error::{Result, Violations};
 use crate::schedules::model::{
