@@ -1,5 +1,6 @@
-//! What an operation targets, as request bodies give it (racks, components or NVLink domains,
-//! each by id or name), and its translation into the domain's targets, naming each bad entry.
+//! What an operation targets, as request bodies give it (racks or NVLink domains by id or name,
+//! components by Flow id or by their id in their manager), and its translation into the
+//! domain's targets, naming each bad entry.
 
 use serde::Deserialize;
 use utoipa::ToSchema;
