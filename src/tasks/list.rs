@@ -9,7 +9,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::model::{Task, TaskStatus};
-use super::store::task_from_row;
+use super::store::{self, task_from_row};
 use crate::db::entities::{task_steps, tasks};
 use crate::db::page::{Count, Page, count_matches, decode_key, encode_key};
 use crate::domain::code::OperationCode;
@@ -57,7 +57,7 @@ pub async fn list(
 
 /// The task rows the filter selects, in no order yet.
 fn filtered(filter: &TaskFilter) -> Select<tasks::Entity> {
-    let mut query = tasks::Entity::find();
+    let mut query = store::find();
     if let Some(rack) = filter.rack_id {
         query = query.filter(tasks::Column::RackId.eq(rack));
     }

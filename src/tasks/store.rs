@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, Iterable, QueryFilter, QueryOrder,
+    QuerySelect, Select,
 };
 
 use super::model::{Task, TaskComponent, TaskStatus};
@@ -58,6 +58,16 @@ pub(crate) fn task_from_row(row: tasks::Model) -> Result<Task> {
         requested_rule_id: row.requested_rule_id.map(Into::into),
         created_by: row.created_by,
     })
+}
+
+/// Task rows as a [`Task`] reads them: every column but the plan, read as NULL. A GB200 rack's
+/// plan is ~15 KB of JSON that the driver would parse into a value for each row only for
+/// [`task_from_row`] to drop it; [`plan`] reads it where it is needed.
+pub(in crate::tasks) fn find() -> Select<tasks::Entity> {
+    tasks::Entity::find()
+        .select_only()
+        .columns(tasks::Column::iter().filter(|c| !matches!(c, tasks::Column::Plan)))
+        .expr_as(Expr::val(sea_orm::Value::Json(None)), "plan")
 }
 
 /// Inserts a new task row.
@@ -127,7 +137,8 @@ pub(in crate::tasks) async fn discard_unstarted(
 }
 
 pub async fn get(db: &impl ConnectionTrait, id: TaskId) -> Result<Task> {
-    let row = tasks::Entity::find_by_id(id)
+    let row = find()
+        .filter(tasks::Column::Id.eq(id))
         .one(db)
         .await?
         .ok_or_else(|| Error::not_found("task", id))?;
@@ -164,7 +175,7 @@ pub async fn on_racks(
     if rack_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let rows = tasks::Entity::find()
+    let rows = find()
         .filter(tasks::Column::RackId.is_in(rack_ids.iter().copied()))
         .filter(tasks::Column::Status.is_in(statuses.iter().map(|s| s.as_str())))
         .order_by_asc(tasks::Column::CreatedAt)
@@ -180,7 +191,7 @@ pub async fn with_status(
     statuses: &[TaskStatus],
     limit: u64,
 ) -> Result<Vec<Task>> {
-    let rows = tasks::Entity::find()
+    let rows = find()
         .filter(tasks::Column::Status.is_in(statuses.iter().map(|s| s.as_str())))
         .order_by_asc(tasks::Column::CreatedAt)
         .limit(limit)
