@@ -163,13 +163,14 @@ impl RolloutService {
     /// concurrency, and the first time records the wave, and the rollout, as running (with the
     /// run's `approved`); then counts. Each rack's submission carries a key derived from the
     /// rollout and the rack, so a repeated step never creates a second task for a rack.
-    pub async fn advance(
+    /// Answers the rollout as written, with the counts.
+    async fn advance(
         &self,
         id: RolloutId,
         wave: u32,
         submit: bool,
         approved: bool,
-    ) -> Result<WaveProgress> {
+    ) -> Result<(Rollout, WaveProgress)> {
         let mut r = store::get(&self.db, id).await?;
         let index = wave as usize;
         if index >= r.waves.len() {
@@ -204,11 +205,8 @@ impl RolloutService {
         if let Some(e) = deferred {
             return Err(e);
         }
-        Ok(WaveProgress {
-            wave: Counts::of(r.waves[index].racks.iter(), &statuses),
-            overall: Counts::of(r.racks(), &statuses),
-            closed: false,
-        })
+        let progress = counted(&r, index, &statuses);
+        Ok((r, progress))
     }
 
     /// Starts tasks for the wave's pending racks, up to its concurrency, [`SUBMIT_AT_ONCE`]
@@ -305,7 +303,7 @@ impl RolloutService {
             close,
         } = step;
         let mut ended = std::pin::pin!(crate::tasks::lifecycle::next_task_end());
-        let mut now = self.advance(id, wave, submit, approved).await?;
+        let (r, mut now) = self.advance(id, wave, submit, approved).await?;
         let deadline = tokio::time::Instant::now() + wait;
         while !now.done() && tokio::time::Instant::now() < deadline {
             tokio::select! {
@@ -313,7 +311,10 @@ impl RolloutService {
                 () = &mut ended => {}
             }
             ended.set(crate::tasks::lifecycle::next_task_end());
-            let next = self.advance(id, wave, false, false).await?;
+            // Only the tasks' statuses change meanwhile: this step is the rollout row's writer
+            // until it returns, so the row is not read again for each end.
+            let statuses = rollout_task_statuses(&self.db, &r).await?;
+            let next = counted(&r, wave as usize, &statuses);
             let freed = next != now && next.wave.pending > 0;
             now = next;
             if freed {
@@ -435,5 +436,14 @@ impl RolloutService {
             }
         }
         Ok(cancelled)
+    }
+}
+
+/// The counts of wave `index` and of the whole rollout, from its tasks' statuses.
+fn counted(r: &Rollout, index: usize, statuses: &HashMap<TaskId, TaskStatus>) -> WaveProgress {
+    WaveProgress {
+        wave: Counts::of(r.waves[index].racks.iter(), statuses),
+        overall: Counts::of(r.racks(), statuses),
+        closed: false,
     }
 }
