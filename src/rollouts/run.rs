@@ -284,7 +284,7 @@ impl RolloutService {
         }
     }
 
-    /// [`advance`](Self::advance), then, unless the wave is done, a long poll: reads the
+    /// `advance` (submit and count), then, unless the wave is done, a long poll: reads the
     /// wave's counts at each end of a task in this process, and every `WAIT_EVERY` (for ends
     /// on other replicas), until the wave is done, `wait` passed, or a rack ended while others
     /// still wait to start (a `max_concurrent_racks` slot freed). A wave of running racks is
