@@ -165,6 +165,24 @@ pub async fn on_rack(
     on_racks(db, &[rack_id], statuses).await
 }
 
+/// Whether a task in `status` is on the rack: one indexed read, no row decoded.
+pub async fn any_on_rack(
+    db: &impl ConnectionTrait,
+    rack_id: RackId,
+    status: TaskStatus,
+) -> Result<bool> {
+    let found = tasks::Entity::find()
+        .select_only()
+        .column(tasks::Column::Id)
+        .filter(tasks::Column::RackId.eq(rack_id))
+        .filter(tasks::Column::Status.eq(status.as_str()))
+        .limit(1)
+        .into_tuple::<uuid::Uuid>()
+        .one(db)
+        .await?;
+    Ok(found.is_some())
+}
+
 /// Tasks in the given states on any of the given racks, oldest first: one query for a page
 /// of racks (the console's active-task column).
 pub async fn on_racks(

@@ -20,7 +20,71 @@ ops_on_both_backends!(
         s.slow_serials.insert("SN-0001-compute-00".into());
         s.slow_latency = Duration::from_secs(60);
     }),
+    a_submission_that_queues_starts_a_task_whose_blocker_ended_unseen: |b: OpsBuilder| b.sim(|s| {
+        s.slow_serials.insert("SN-0001-compute-00".into());
+        s.slow_latency = Duration::from_secs(60);
+    }),
 );
+
+/// Writes a task's status straight to its row, as no Flow path does: an end that moved no
+/// queue.
+async fn write_status(ops: &Ops, id: &str, status: &str) {
+    use flow::db::entities::tasks;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    let id: uuid::Uuid = id.parse().unwrap();
+    tasks::Entity::update_many()
+        .col_expr(
+            tasks::Column::Status,
+            sea_orm::sea_query::Expr::value(status),
+        )
+        .filter(tasks::Column::Id.eq(id))
+        .exec(&ops.app.db.db)
+        .await
+        .unwrap();
+}
+
+/// A task's end reads whether anything waits on its rack without the rack's lock, so an end
+/// that commits while a submission is queueing a task behind it can miss that task; the
+/// submission then asks again once its own commit is done. Here the missed end is written
+/// straight to the row (A ends, B stays waiting, nothing moves it): the next submission that
+/// queues on the rack (C, behind B) starts B.
+async fn a_submission_that_queues_starts_a_task_whose_blocker_ended_unseen(ops: Ops) {
+    let rack = ops.app.create_rack(&gb200_rack(1, 2)).await;
+    let t0 = rack["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "r0001-gpu00")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let a = task_id(&ops.operate("power-on", &on(&[&t0], "reject")).await);
+    ops.wait_task(&a, |t| t["status"] == "running").await;
+    let b = task_id(&ops.operate("power-off", &on(&[&t0], "queue")).await);
+    write_status(&ops, &a, "succeeded").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let still = ops.app.get(&format!("/v1/tasks/{b}")).await.body;
+    assert_eq!(still["status"], "waiting", "nothing else moves B: {still}");
+
+    let c = task_id(&ops.operate("power-off", &on(&[&t0], "queue")).await);
+    let started = ops
+        .wait_task_within(&b, Duration::from_secs(10), |t| t["status"] != "waiting")
+        .await;
+    assert!(
+        matches!(started["status"].as_str(), Some("pending" | "running")),
+        "{started}"
+    );
+    let queued = ops.app.get(&format!("/v1/tasks/{c}")).await.body;
+    assert_eq!(queued["status"], "waiting", "C waits behind B: {queued}");
+
+    // A's run still holds the slow tray: back to running, so its cancel stops the run.
+    write_status(&ops, &a, "running").await;
+    for id in [&c, &b, &a] {
+        ops.app.post_empty(&format!("/v1/tasks/{id}/cancel")).await;
+        ops.wait_end(id).await;
+    }
+}
 
 /// Issue 27: a task queued before a hold appeared is refused when it would start; an admin's
 /// override proceeds and its audit entry names every hold it went past.

@@ -16,6 +16,14 @@ impl TaskService {
     /// Starts queued tasks of a rack in arrival order while they do not conflict with what runs;
     /// expired ones are cancelled. Stops at the first one that must keep waiting (strict FIFO).
     pub async fn promote(&self, rack_id: RackId) -> Result<()> {
+        // Most task ends free a rack nothing waits on: a plain read says so without taking the
+        // rack's lock. It cannot miss a task queued meanwhile: every caller has committed the
+        // change that frees the rack before asking, and a submission that queues a task asks
+        // again once its own commit is done (`create_task`), so of two such reads at least one
+        // sees the other side's write.
+        if !store::any_on_rack(&self.db, rack_id, TaskStatus::Waiting).await? {
+            return Ok(());
+        }
         let now = self.clock.now();
         let txn = crate::db::begin_write(&self.db).await?;
         crate::inventory::rack_lock::lock(&txn, rack_id).await?;
@@ -28,18 +36,7 @@ impl TaskService {
         let mut promoted = Vec::new();
         for task in waiting {
             if task.queue_expires_at.is_some_and(|at| at <= now) {
-                if store::transition(
-                    &txn,
-                    task.id,
-                    &[TaskStatus::Waiting],
-                    TaskStatus::Cancelled,
-                    "expired: queue timeout reached",
-                    now,
-                )
-                .await?
-                {
-                    record_end(&task, TaskStatus::Cancelled, now);
-                }
+                expire(&txn, &task, now).await?;
                 continue;
             }
             if active
@@ -71,6 +68,16 @@ impl TaskService {
         }
         Ok(())
     }
+}
+
+/// Cancels a waiting task whose queue timeout passed.
+async fn expire(db: &impl ConnectionTrait, task: &Task, now: DateTime<Utc>) -> Result<()> {
+    let reason = "expired: queue timeout reached";
+    let from = [TaskStatus::Waiting];
+    if store::transition(db, task.id, &from, TaskStatus::Cancelled, reason, now).await? {
+        record_end(task, TaskStatus::Cancelled, now);
+    }
+    Ok(())
 }
 
 /// Refuses (cancels, the end a waiting task may take) a waiting task whose targets are now

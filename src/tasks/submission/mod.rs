@@ -217,6 +217,9 @@ impl TaskService {
         let task = new_task(spec, request_id, rack, (status, message, expires), now);
         self.record_created(&txn, &task).await?;
         txn.commit().await?;
+        if status == TaskStatus::Waiting {
+            self.recheck_queue(rack.rack_id).await;
+        }
         // Only a task that starts now keeps its plan: a queued one is planned when promoted.
         let plan = decision.plan.filter(|_| status == TaskStatus::Pending);
         Ok(Ok(Created {
@@ -224,6 +227,16 @@ impl TaskService {
             rack_name: rack.rack_name.clone(),
             plan,
         }))
+    }
+
+    /// Moves the rack's queue once a task queued on it is committed: the task it queued behind
+    /// may have ended between the decision and the commit, its end seeing no waiting task yet
+    /// (`promote` reads without the lock). A failure here only delays the start: the
+    /// reconciler moves every waiting queue on its next pass.
+    async fn recheck_queue(&self, rack_id: RackId) {
+        if let Err(e) = self.promote(rack_id).await {
+            tracing::warn!(error = %e, rack = %rack_id, "moving the queue after queueing failed");
+        }
     }
 
     /// The blast radius of a request touching `count` racks, for the running caller.
