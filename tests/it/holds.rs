@@ -6,19 +6,7 @@ use serde_json::{Value, json};
 
 use crate::on_both_backends;
 use crate::support::TestApp;
-use crate::support::fixtures::gb200_rack;
-
-fn component(rack: &Value, name: &str) -> String {
-    rack["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {rack}"))["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
+use crate::support::fixtures::{component_id, gb200_rack};
 
 fn power_off_rack(name: &str) -> Value {
     json!({"target_spec": {"racks": [{"name": name}]}})
@@ -27,7 +15,7 @@ fn power_off_rack(name: &str) -> Value {
 async fn holds_are_created_listed_filtered_paged_deleted_and_audited(app: TestApp) {
     let rack = app.create_rack(&gb200_rack(1, 2)).await;
     app.create_rack(&gb200_rack(2, 1)).await;
-    let tray = component(&rack, "r0001-gpu00");
+    let tray = component_id(&rack, "r0001-gpu00");
     let on_rack = app
         .post("/v1/holds", &json!({"target": {"rack": {"name": "rack-0001"}}, "owner": "slurm", "reason": "job 4711"}))
         .await;
@@ -199,7 +187,7 @@ async fn health_reports_are_replaced_listed_and_deleted_and_prevent_operations_b
     app: TestApp,
 ) {
     let rack = app.create_rack(&gb200_rack(1, 1)).await;
-    let tray = component(&rack, "r0001-gpu00");
+    let tray = component_id(&rack, "r0001-gpu00");
     let path = format!("/v1/components/{tray}/health-reports/dcgm");
     let blocking = json!({"alerts": [
         {"id": "xid-79", "message": "GPU fell off the bus", "classifications": ["PreventOperations"]},
@@ -273,7 +261,7 @@ async fn switches_of_a_domain_whose_compute_trays_are_on_are_not_powered_off(app
         )
         .await;
     assert_eq!(attach.status, 200, "{}", attach.text);
-    let tray_b = component(&b, "r0002-gpu00");
+    let tray_b = component_id(&b, "r0002-gpu00");
     use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
     flow::db::entities::components::Entity::update_many()
         .col_expr(
@@ -286,7 +274,7 @@ async fn switches_of_a_domain_whose_compute_trays_are_on_are_not_powered_off(app
         .exec(&app.db.db)
         .await
         .unwrap();
-    let switch = component(&a, "r0001-nvsw0");
+    let switch = component_id(&a, "r0001-nvsw0");
     let off = json!({"target_spec": {"components": [{"id": switch}]}});
     let refused = app.post("/v1/operations/power-off", &off).await;
     refused.assert_problem(409, "not_ready");
@@ -311,7 +299,7 @@ async fn switches_of_a_domain_whose_compute_trays_are_on_are_not_powered_off(app
 
 async fn a_tray_whose_bmc_was_last_seen_unreachable_is_not_ready_for_firmware_only(app: TestApp) {
     let rack = app.create_rack(&gb200_rack(1, 1)).await;
-    let tray = component(&rack, "r0001-gpu00");
+    let tray = component_id(&rack, "r0001-gpu00");
     use sea_orm::{ActiveValue::Set, EntityTrait};
     let now = chrono::Utc::now();
     flow::db::entities::component_drifts::Entity::insert(

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::ops_on_both_backends;
-use crate::support::fixtures::gb200_rack;
+use crate::support::fixtures::{component_id, gb200_rack};
 use crate::support::ops::{Ops, OpsBuilder};
 
 ops_on_both_backends!(
@@ -50,15 +50,7 @@ async fn write_status(ops: &Ops, id: &str, status: &str) {
 /// queues on the rack (C, behind B) starts B.
 async fn a_submission_that_queues_starts_a_task_whose_blocker_ended_unseen(ops: Ops) {
     let rack = ops.app.create_rack(&gb200_rack(1, 2)).await;
-    let t0 = rack["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "r0001-gpu00")
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let t0 = component_id(&rack, "r0001-gpu00");
     let a = task_id(&ops.operate("power-on", &on(&[&t0], "reject")).await);
     ops.wait_task(&a, |t| t["status"] == "running").await;
     let b = task_id(&ops.operate("power-off", &on(&[&t0], "queue")).await);
@@ -92,17 +84,7 @@ async fn a_hold_set_while_a_task_waits_refuses_it_when_it_would_start_and_an_ove
     ops: Ops,
 ) {
     let rack = ops.app.create_rack(&gb200_rack(1, 2)).await;
-    let tray = |name: &str| -> String {
-        rack["components"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let tray = |name: &str| component_id(&rack, name);
     let (t0, t1) = (tray("r0001-gpu00"), tray("r0001-gpu01"));
     let a = task_id(&ops.operate("power-on", &on(&[&t0], "reject")).await);
     ops.wait_task(&a, |t| t["status"] == "running").await;
@@ -161,17 +143,7 @@ fn task_id(r: &crate::support::TestResponse) -> String {
 
 async fn a_waiting_task_is_not_overtaken_by_a_later_conflicting_submission(ops: Ops) {
     let rack = ops.app.create_rack(&gb200_rack(1, 3)).await;
-    let tray = |name: &str| -> String {
-        rack["components"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no {name} in {rack}"))["id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let tray = |name: &str| component_id(&rack, name);
     let (t0, t1, t2) = (
         tray("r0001-gpu00"),
         tray("r0001-gpu01"),

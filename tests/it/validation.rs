@@ -15,7 +15,7 @@ use flow::drift::sync::{DriftSync, SyncRun};
 use serde_json::{Value, json};
 
 use crate::ops_on_both_backends;
-use crate::support::fixtures::{gb200_rack, mac};
+use crate::support::fixtures::{component_id, gb200_rack, mac};
 use crate::support::ops::{Ops, OpsBuilder};
 use crate::support::psm::PsmServer;
 use crate::support::{Backend, TestApp, TestDb};
@@ -131,18 +131,6 @@ mod operated {
     ops_on_both_backends!(
         a_sync_after_a_power_off_operation_observes_the_power_off: |b: OpsBuilder| b.with_psm(),
     );
-}
-
-fn component_id(rack: &Value, name: &str) -> String {
-    rack["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("{name} in {rack}"))["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 fn diffs_of<'a>(body: &'a Value, kind: &str) -> Vec<&'a Value> {

@@ -114,3 +114,16 @@ pub fn gb200_rack(n: u32, compute: u32) -> Value {
         "components": components,
     })
 }
+
+/// The id of the component named `name` in a rack as the API answered it.
+pub fn component_id(rack: &Value, name: &str) -> String {
+    rack["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {rack}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
