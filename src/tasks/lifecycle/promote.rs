@@ -36,7 +36,7 @@ impl TaskService {
         let mut promoted = Vec::new();
         for task in waiting {
             if task.queue_expires_at.is_some_and(|at| at <= now) {
-                expire(&txn, &task, now).await?;
+                cancel_waiting(&txn, &task, "expired: queue timeout reached", now).await?;
                 continue;
             }
             if active
@@ -70,9 +70,14 @@ impl TaskService {
     }
 }
 
-/// Cancels a waiting task whose queue timeout passed.
-async fn expire(db: &impl ConnectionTrait, task: &Task, now: DateTime<Utc>) -> Result<()> {
-    let reason = "expired: queue timeout reached";
+/// Cancels a task still waiting, saying why (an expired queue timeout, a refusal), and counts
+/// its end if this call made it.
+async fn cancel_waiting(
+    db: &impl ConnectionTrait,
+    task: &Task,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
     let from = [TaskStatus::Waiting];
     if store::transition(db, task.id, &from, TaskStatus::Cancelled, reason, now).await? {
         record_end(task, TaskStatus::Cancelled, now);
@@ -102,17 +107,6 @@ async fn refuse_unready(
     };
     let why: Vec<&str> = found.iter().map(|o| o.message.as_str()).collect();
     let message = format!("refused when it would start ({code}): {}", why.join("; "));
-    let failed = store::transition(
-        db,
-        task.id,
-        &[TaskStatus::Waiting],
-        TaskStatus::Cancelled,
-        &message,
-        now,
-    )
-    .await?;
-    if failed {
-        record_end(task, TaskStatus::Cancelled, now);
-    }
+    cancel_waiting(db, task, &message, now).await?;
     Ok(true)
 }
