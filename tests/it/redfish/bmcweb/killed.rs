@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::firmware::bundle;
 use super::racks::{push_or_fetch_catalog, rack, tray};
@@ -110,20 +110,25 @@ async fn upgrade(h: &Harness, version: &str, actions: serde_json::Value) -> Stri
     r.body["task_ids"][0].as_str().unwrap().to_string()
 }
 
-/// Kills the first worker (SIGKILL) once `pushes` images reached the BMC and task `task`'s
-/// monitor answered "running" `reads` times.
-async fn kill_after(h: &mut Harness, pushes: usize, task: u32, reads: usize) {
-    let monitor = format!("GET /redfish/v1/TaskService/Tasks/{task}/Monitor");
+/// Kills the first worker (SIGKILL) once `pushes` images reached the BMC and Temporal holds a
+/// heartbeat of task `task_id`'s step for which `beat` holds. Waiting on Temporal, not on time:
+/// the SDK sends a beat at once only when none went in the last 8 s (0.8 of the 10 s heartbeat
+/// timeout), so a step that beat "in progress" just before its push holds the handle back.
+async fn kill_after(h: &mut Harness, pushes: usize, task_id: &str, beat: fn(&Value) -> bool) {
+    let client =
+        flow::workflows::worker::connect(&temporal_address(), "flow", Duration::from_secs(10))
+            .await
+            .expect("temporal");
     eventually(
         Duration::from_secs(120),
-        "the push's task is followed",
+        "the push's handle is in a heartbeat Temporal holds",
         || {
             let state = h.state.clone();
-            let monitor = monitor.clone();
+            let client = client.clone();
             async move {
-                let b = state.lock().unwrap();
-                let read = b.requests.iter().filter(|r| **r == monitor).count();
-                (b.tasks.pushes.len() == pushes && read >= reads).then_some(())
+                let pushed = state.lock().unwrap().tasks.pushes.len();
+                (pushed == pushes && last_beat(&client, task_id).await.is_some_and(|b| beat(&b)))
+                    .then_some(())
             }
         },
     )
@@ -134,13 +139,26 @@ async fn kill_after(h: &mut Harness, pushes: usize, task: u32, reads: usize) {
     h.first.wait(Duration::from_secs(10)).await.expect("killed");
 }
 
+/// The heartbeat Temporal last recorded for task `task_id`'s running step, as the JSON it
+/// carries.
+async fn last_beat(client: &temporalio_client::Client, task_id: &str) -> Option<Value> {
+    let handle = client
+        .get_workflow_handle::<flow::workflows::rack::workflow::RackOperationWorkflow>(
+            task_id.to_string(),
+        );
+    let described = handle.describe(Default::default()).await.ok()?;
+    let activity = described.raw_description.pending_activities.first()?;
+    let payload = activity.heartbeat_details.as_ref()?.payloads.first()?;
+    let text: String = serde_json::from_slice(&payload.data).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 async fn killed_mid_update() {
-    let mut h = start(8, push_or_fetch_catalog).await;
+    let mut h = start(20, push_or_fetch_catalog).await;
     let actions = json!([{"action": "firmware_start"},
                          {"action": "firmware_wait", "timeout": "3m", "poll_interval": "1s"}]);
     let task_id = upgrade(&h, "25.06-2", actions).await;
-    // The update's handle travels in the step's first heartbeat, which is sent at once.
-    kill_after(&mut h, 1, 1, 1).await;
+    kill_after(&mut h, 1, &task_id, |b| b["update"]["handle"].is_string()).await;
     let polled_before = monitor_reads(&h.state, 1);
     let _second = FlowProcess::spawn(&["worker"], &h.vars);
     let (state, http) = (&h.state, &h.http);
@@ -206,10 +224,12 @@ async fn killed_mid_recipe() {
     let mut h = start(20, two_bundles).await;
     let actions = json!([{"action": "firmware_recipe", "timeout": "3m", "poll_interval": "1s"}]);
     let task_id = upgrade(&h, "gb200-r1", actions).await;
-    // Bundle 0 is done; bundle 1's push is on the BMC and running when the worker dies, long
-    // enough after it started (10 polls a second apart) for Temporal to have the heartbeat
-    // that says so: the SDK sends one at most every 8 s (0.8 of the 10 s heartbeat timeout).
-    kill_after(&mut h, 2, 2, 10).await;
+    // Bundle 0 is done; bundle 1's push is on the BMC and running when the worker dies, and
+    // Temporal has the heartbeat that says so.
+    kill_after(&mut h, 2, &task_id, |b| {
+        b["recipe"]["done"] == 1 && b["update"]["handle"].is_string()
+    })
+    .await;
     let polled_before = monitor_reads(&h.state, 2);
     let _second = FlowProcess::spawn(&["worker"], &h.vars);
     let task = h
