@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use sea_orm::sqlx::postgres::{PgRow, Postgres};
+use sea_orm::sqlx::postgres::{PgConnection, PgRow, Postgres};
 use sea_orm::sqlx::{Decode, Row};
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, QueryResult, Statement, TryGetable, Value,
@@ -118,6 +118,22 @@ pub(crate) async fn lookup_pooled(db: &DatabaseConnection, key: Key<'_>) -> Resu
     };
     let rows = query
         .fetch_all(db.get_postgres_connection_pool())
+        .await
+        .map_err(sqlx_error)?;
+    assemble(&rows.iter().collect::<Vec<_>>())
+}
+
+/// [`COMPONENT_BY_SERIAL`] on one PostgreSQL connection: the lookup batcher's, which it keeps
+/// while lookups keep coming.
+pub(crate) async fn by_serial_on(
+    conn: &mut PgConnection,
+    manufacturer_key: &str,
+    serial: &str,
+) -> Result<Option<Looked>> {
+    let rows = sea_orm::sqlx::query(COMPONENT_BY_SERIAL)
+        .bind(manufacturer_key)
+        .bind(serial)
+        .fetch_all(conn)
         .await
         .map_err(sqlx_error)?;
     assemble(&rows.iter().collect::<Vec<_>>())

@@ -63,6 +63,10 @@ async fn a_database_cut_off_answers_503_within_the_bound_and_recovers_without_re
             .unwrap()
             .to_string();
         assert_eq!(app.get("/v1/racks").await.status, 200);
+        // A lookup before the cut: the lookup batcher keeps its connection for a while, and
+        // the cut must reach lookups through it as promptly as through the pool.
+        let path = format!("/v1/components/by-serial?manufacturer=WiWynn&serial_number={serial}");
+        assert_eq!(app.get(&path).await.status, 200);
         // The first scrape starts the metrics sampler (and waits for its first round).
         assert_eq!(app.get("/metrics").await.status, 200);
 
@@ -85,7 +89,6 @@ async fn a_database_cut_off_answers_503_within_the_bound_and_recovers_without_re
 
         // Lookups share batch statements: every waiter hears promptly.
         let started = Instant::now();
-        let path = format!("/v1/components/by-serial?manufacturer=WiWynn&serial_number={serial}");
         let lookups = join_all((0..20).map(|_| app.call(Method::GET, &path, None, &[]))).await;
         for r in &lookups {
             r.assert_problem(503, "database_unavailable");
