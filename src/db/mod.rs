@@ -1,6 +1,7 @@
 //! Database access: connecting to PostgreSQL or SQLite, running migrations, mapping driver errors.
 
 pub mod entities;
+pub mod kept;
 pub mod lease;
 pub mod page;
 

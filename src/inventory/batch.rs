@@ -11,14 +11,12 @@
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use std::time::Duration;
 
-use sea_orm::sqlx::pool::PoolConnection;
-use sea_orm::sqlx::postgres::{PgPool, Postgres};
-use sea_orm::{DatabaseConnection, DbBackend, DbErr};
+use sea_orm::{DatabaseConnection, DbBackend};
 use tokio::sync::{mpsc, oneshot};
 
 use super::lookup::{self, COMPONENTS_BY_SERIALS, Key, Looked};
+use crate::db::kept::{KEEP, Kept};
 use crate::error::Result;
 
 /// Most lookups one statement carries.
@@ -30,9 +28,6 @@ const MAX_BATCH: usize = 128;
 fn in_flight() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
-
-/// How long a lane keeps its connection once lookups stop coming.
-const KEEP: Duration = Duration::from_secs(1);
 
 /// What a queued lookup is answered: the component (or none), or its own error when it went
 /// alone. When a shared statement fails its waiters get no answer (the sender is dropped) and
@@ -102,42 +97,12 @@ impl SerialLookups {
     }
 }
 
-/// A statement slot, and the connection it keeps while lookups keep coming. The pool hands out
-/// its idle connections in turn, so a statement per batch taken from it lands on a different
-/// PostgreSQL backend each time, none of them warm; kept, every batch goes to the same one.
-/// Measured on two cores (2026-12-08, alternating, the pool first filled with idle
-/// connections): 14–17.5k lookups/s taking each statement's connection from the pool, 17–21k
-/// keeping it; PostgreSQL spent 41–44 µs of CPU per lookup against 27–30.
-#[derive(Default)]
-struct Lane {
-    conn: Option<PoolConnection<Postgres>>,
-}
-
-impl Lane {
-    /// The kept connection, or one from the pool.
-    async fn connection(
-        &mut self,
-        pool: &PgPool,
-    ) -> std::result::Result<&mut PoolConnection<Postgres>, DbErr> {
-        let conn = match self.conn.take() {
-            Some(conn) => conn,
-            None => pool.acquire().await.map_err(crate::db::sqlx_error)?,
-        };
-        Ok(self.conn.insert(conn))
-    }
-
-    /// After a failed statement: the connection is closed rather than kept or pooled again.
-    fn discard(&mut self) {
-        if let Some(mut conn) = self.conn.take() {
-            conn.close_on_drop();
-        }
-    }
-}
-
-/// A lane out on a statement: it comes back to the free lanes when dropped, even by a panic.
+/// A lane (a statement slot and the connection it keeps while lookups keep coming, see
+/// [`crate::db::kept`]) out on a statement: it comes back to the free lanes when dropped, even
+/// by a panic.
 struct Lent {
-    lane: Lane,
-    home: mpsc::UnboundedSender<Lane>,
+    lane: Kept,
+    home: mpsc::UnboundedSender<Kept>,
 }
 
 impl Drop for Lent {
@@ -152,16 +117,16 @@ async fn dispatch(db: DatabaseConnection, mut queue: mpsc::UnboundedReceiver<Pen
     let lanes = in_flight();
     let (home, mut free) = mpsc::unbounded_channel();
     for _ in 0..lanes {
-        let _ = home.send(Lane::default());
+        let _ = home.send(Kept::default());
     }
     // Whether a lane may hold a connection: then the wait for lookups ends after KEEP.
-    let mut kept = false;
+    let mut holding = false;
     loop {
-        let next = if kept {
+        let next = if holding {
             match tokio::time::timeout(KEEP, queue.recv()).await {
                 Ok(next) => next,
                 Err(_) => {
-                    kept = !release(&mut free, &home, lanes);
+                    holding = !release(&mut free, &home, lanes);
                     continue;
                 }
             }
@@ -179,7 +144,7 @@ async fn dispatch(db: DatabaseConnection, mut queue: mpsc::UnboundedReceiver<Pen
                 Err(_) => break,
             }
         }
-        kept = true;
+        holding = true;
         let (db, home) = (db.clone(), home.clone());
         tokio::spawn(async move {
             let mut lent = Lent { lane, home };
@@ -190,13 +155,13 @@ async fn dispatch(db: DatabaseConnection, mut queue: mpsc::UnboundedReceiver<Pen
 
 /// Gives the free lanes' connections back to the pool; whether every lane was free.
 fn release(
-    free: &mut mpsc::UnboundedReceiver<Lane>,
-    home: &mpsc::UnboundedSender<Lane>,
+    free: &mut mpsc::UnboundedReceiver<Kept>,
+    home: &mpsc::UnboundedSender<Kept>,
     lanes: usize,
 ) -> bool {
     let mut back = Vec::new();
     while let Ok(mut lane) = free.try_recv() {
-        lane.conn = None;
+        lane.release();
         back.push(lane);
     }
     let all = back.len() == lanes;
@@ -208,12 +173,12 @@ fn release(
 
 /// Answers a batch on the lane's connection: a lone lookup by the single-key statement, more
 /// by the shared one.
-async fn answer(db: &DatabaseConnection, lane: &mut Lane, batch: Vec<Pending>) {
+async fn answer(db: &DatabaseConnection, lane: &mut Kept, batch: Vec<Pending>) {
     crate::telemetry::metrics::lookup_batch(batch.len());
     let pool = db.get_postgres_connection_pool();
     if batch.len() == 1 {
         for one in batch {
-            let found = match lane.connection(pool).await {
+            let found = match lane.get(pool).await {
                 Ok(conn) => lookup::by_serial_on(conn, &one.manufacturer_key, &one.serial).await,
                 Err(error) => Err(error.into()),
             };
@@ -228,11 +193,11 @@ async fn answer(db: &DatabaseConnection, lane: &mut Lane, batch: Vec<Pending>) {
         .iter()
         .map(|p| (p.manufacturer_key.as_str(), p.serial.as_str()))
         .unzip();
-    let rows = match lane.connection(pool).await {
+    let rows = match lane.get(pool).await {
         Ok(conn) => sea_orm::sqlx::query(COMPONENTS_BY_SERIALS)
             .bind(keys)
             .bind(serials)
-            .fetch_all(&mut **conn)
+            .fetch_all(conn)
             .await
             .map_err(crate::db::sqlx_error),
         Err(error) => Err(error),

@@ -373,18 +373,6 @@ async fn lookups_by_serial_at_once_each_get_their_own_component(app: TestApp) {
             }
         }
     }
-    // The lookups' own connection (kept while they keep coming) goes back to the pool once
-    // they stop: within about a second, every open connection is idle again.
-    let started = std::time::Instant::now();
-    loop {
-        let pool = flow::db::pool_stats(&app.db.db);
-        if pool.open == pool.idle {
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(5),
-            "connections still out: {pool:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // The lookups' own connection (kept while they keep coming) goes back to the pool.
+    crate::support::pool_settles(&app.db.db).await;
 }

@@ -33,6 +33,23 @@ pub fn bmc_networks() -> flow::domain::ManagementNetworks {
 }
 
 /// The PostgreSQL database tests create their schemas in (the test command creates it).
+/// Waits (at most 5 s) until every open connection of the pool is idle: what the lookup
+/// batcher keeps while lookups keep coming goes back once they stop.
+pub async fn pool_settles(db: &DatabaseConnection) {
+    let started = std::time::Instant::now();
+    loop {
+        let pool = flow::db::pool_stats(db);
+        if pool.open == pool.idle {
+            return;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "connections still out: {pool:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 pub fn test_database_url() -> String {
     std::env::var("TEST_DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/flow_test".into())
