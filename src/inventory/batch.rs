@@ -179,7 +179,13 @@ async fn answer(db: &DatabaseConnection, lane: &mut Kept, batch: Vec<Pending>) {
     if batch.len() == 1 {
         for one in batch {
             let found = match lane.get(pool).await {
-                Ok(conn) => lookup::by_serial_on(conn, &one.manufacturer_key, &one.serial).await,
+                Ok(conn) => {
+                    let key = Key::Serial {
+                        manufacturer_key: &one.manufacturer_key,
+                        serial: &one.serial,
+                    };
+                    lookup::lookup_on(conn, key).await
+                }
                 Err(error) => Err(error.into()),
             };
             if found.is_err() {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use sea_orm::sqlx::postgres::{PgConnection, PgRow, Postgres};
+use sea_orm::sqlx::postgres::{PgExecutor, PgRow, Postgres};
 use sea_orm::sqlx::{Decode, Row};
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, QueryResult, Statement, TryGetable, Value,
@@ -92,50 +92,39 @@ pub(crate) enum Key<'a> {
 /// SeaORM's statement wrapper costs about a quarter of a lookup's CPU (measured with callgrind),
 /// and the statement is the same fixed text, prepared once per pooled connection either way.
 pub(crate) async fn lookup_pooled(db: &DatabaseConnection, key: Key<'_>) -> Result<Option<Looked>> {
-    let sql = match key {
-        Key::Id(_) => COMPONENT_BY_ID,
-        Key::Serial { .. } => COMPONENT_BY_SERIAL,
-    };
     if db.get_database_backend() != DbBackend::Postgres {
         // SeaORM's values only here: the PostgreSQL path binds straight into sqlx.
-        let values: Vec<Value> = match key {
-            Key::Id(id) => vec![id.into()],
+        let (sql, values): (_, Vec<Value>) = match key {
+            Key::Id(id) => (COMPONENT_BY_ID, vec![id.into()]),
             Key::Serial {
                 manufacturer_key,
                 serial,
-            } => vec![manufacturer_key.into(), serial.into()],
+            } => (
+                COMPONENT_BY_SERIAL,
+                vec![manufacturer_key.into(), serial.into()],
+            ),
         };
         return lookup_component(db, sql, values).await;
     }
+    lookup_on(db.get_postgres_connection_pool(), key).await
+}
+
+/// A [`lookup_sql`] statement straight through `sqlx` on PostgreSQL: on the pool, or on one
+/// connection (the lookup batcher's, which it keeps while lookups keep coming).
+pub(crate) async fn lookup_on<'e>(
+    executor: impl PgExecutor<'e>,
+    key: Key<'_>,
+) -> Result<Option<Looked>> {
     let query = match key {
-        Key::Id(id) => sea_orm::sqlx::query(sql).bind(id),
+        Key::Id(id) => sea_orm::sqlx::query(COMPONENT_BY_ID).bind(id),
         Key::Serial {
             manufacturer_key,
             serial,
-        } => sea_orm::sqlx::query(sql)
+        } => sea_orm::sqlx::query(COMPONENT_BY_SERIAL)
             .bind(manufacturer_key)
             .bind(serial),
     };
-    let rows = query
-        .fetch_all(db.get_postgres_connection_pool())
-        .await
-        .map_err(sqlx_error)?;
-    assemble(&rows.iter().collect::<Vec<_>>())
-}
-
-/// [`COMPONENT_BY_SERIAL`] on one PostgreSQL connection: the lookup batcher's, which it keeps
-/// while lookups keep coming.
-pub(crate) async fn by_serial_on(
-    conn: &mut PgConnection,
-    manufacturer_key: &str,
-    serial: &str,
-) -> Result<Option<Looked>> {
-    let rows = sea_orm::sqlx::query(COMPONENT_BY_SERIAL)
-        .bind(manufacturer_key)
-        .bind(serial)
-        .fetch_all(conn)
-        .await
-        .map_err(sqlx_error)?;
+    let rows = query.fetch_all(executor).await.map_err(sqlx_error)?;
     assemble(&rows.iter().collect::<Vec<_>>())
 }
 
